@@ -1,0 +1,44 @@
+import { loadConfigOrExit, type Config, type QueueName } from '../shared/config';
+import { createLogger, type Logger } from '../shared/logger';
+import { createContext, closeContext } from '../shared/context';
+import { startWorkers } from './workers';
+import { PROCESSORS } from './registry';
+
+export interface RunningJobs {
+  readonly queues: readonly QueueName[];
+  stop(): Promise<void>;
+}
+
+/** Runs the processors of the queues named in WORKER_QUEUES (all registered ones when unset). */
+export async function startJobs(config: Config, log: Logger): Promise<RunningJobs> {
+  const context = createContext(config, log.child({ process: 'worker' }), 'worker');
+  const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
+  const running = startWorkers(context, queues, PROCESSORS);
+  return {
+    queues,
+    async stop() {
+      await running.stop();
+      await closeContext(context);
+    },
+  };
+}
+
+if (require.main === module) {
+  const config = loadConfigOrExit();
+  const log = createLogger(config.log.level);
+  startJobs(config, log).then((jobs) => {
+    log.info({ queues: jobs.queues }, 'worker started');
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'worker shutting down: finishing active jobs');
+      jobs.stop().then(() => process.exit(0), () => process.exit(1));
+    };
+    process.on('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+  }, (err) => {
+    log.fatal({ err }, 'worker failed to start');
+    process.exit(1);
+  });
+}

@@ -1,0 +1,49 @@
+import { Worker, type Processor } from 'bullmq';
+import type { QueueName } from '../shared/config';
+import type { AppContext } from '../shared/context';
+import { bullPrefix, QUEUE_DEFINITIONS } from '../shared/queue/queues';
+import { createRedis, type Redis } from '../shared/redis/client';
+
+export type ProcessorFactory = (ctx: AppContext) => Processor;
+export type ProcessorRegistry = Partial<Record<QueueName, ProcessorFactory>>;
+
+export interface RunningWorkers {
+  readonly workers: readonly Worker[];
+  /** Finishes active jobs (up to `graceMs`), then releases whatever is still running for another worker. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts one BullMQ worker per named queue, each with its own blocking connection. */
+export function startWorkers(ctx: AppContext, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
+  const connections: Redis[] = [];
+  const workers = queues.map((name) => {
+    const factory = registry[name];
+    if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
+    const connection = createRedis(ctx.config.redis.url, 'worker', `works-api:worker:${name}`);
+    connections.push(connection);
+    const worker = new Worker(name, factory(ctx), {
+      connection,
+      prefix: bullPrefix(ctx.config.redis.prefix),
+      concurrency: Math.min(QUEUE_DEFINITIONS[name].concurrency, ctx.config.workers.concurrency * 4),
+      autorun: true,
+    });
+    const log = ctx.log.child({ queue: name });
+    worker.on('failed', (job, err) => log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'));
+    worker.on('error', (err) => log.error({ err: { message: err.message } }, 'worker error'));
+    return worker;
+  });
+  return {
+    workers,
+    async stop(graceMs = 25_000) {
+      let timer: NodeJS.Timeout | undefined;
+      // pause() stops taking jobs and waits for the active ones; close() is then immediate. Past the grace
+      // period, close(true) lets go: the job's lock lapses and BullMQ's stalled-job check hands it to another worker.
+      const drained = Promise.all(workers.map((w) => w.pause()));
+      const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(() => resolve('expired'), graceMs)));
+      const outcome = await Promise.race([drained, expired]);
+      clearTimeout(timer);
+      await Promise.all(workers.map((w) => w.close(outcome === 'expired')));
+      await Promise.all(connections.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}

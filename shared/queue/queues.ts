@@ -1,0 +1,61 @@
+import { Queue, type JobsOptions, type ConnectionOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { QueueName } from '../config';
+
+export interface QueueDefinition {
+  /** What the queue's jobs do, shown in Bull Board. */
+  readonly description: string;
+  readonly defaultJobOptions: JobsOptions;
+  /** Parallel jobs per worker process. */
+  readonly concurrency: number;
+}
+
+const keep = { removeOnComplete: { age: 24 * 3600, count: 10_000 }, removeOnFail: { age: 30 * 24 * 3600 } };
+
+/**
+ * Every queue and its retry policy. Job data carries ids only; processors load state from PostgreSQL.
+ */
+export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
+  prepare: {
+    description: 'Hash uploaded audio, compute the commitment, dry-run and price a quote',
+    // The web waits on the result; a failed prepare is answered, not retried behind the caller's back.
+    defaultJobOptions: { attempts: 1, ...keep, removeOnComplete: { age: 3600, count: 1000 } },
+    concurrency: 4,
+  },
+  chain: {
+    description: 'Sign, submit, follow to finality and index confirmed transactions',
+    defaultJobOptions: { attempts: 20, backoff: { type: 'exponential', delay: 2000 }, ...keep },
+    concurrency: 16,
+  },
+  webhooks: {
+    description: 'Deliver signed events to partner webhook URLs',
+    defaultJobOptions: { attempts: 1, ...keep },
+    concurrency: 32,
+  },
+  maintenance: {
+    description: 'Repeatable housekeeping: reconciling unfinished work, pruning old records',
+    defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, ...keep },
+    concurrency: 1,
+  },
+};
+
+export function bullPrefix(redisPrefix: string): string {
+  return `${redisPrefix}:bull`;
+}
+
+export type Queues = Readonly<Record<QueueName, Queue>>;
+
+/** Producer handles for every queue, sharing one connection. */
+export function createQueues(connection: Redis | ConnectionOptions, redisPrefix: string): Queues {
+  const prefix = bullPrefix(redisPrefix);
+  const entries = (Object.keys(QUEUE_DEFINITIONS) as QueueName[]).map((name) => {
+    const queue = new Queue(name, { connection, prefix, defaultJobOptions: QUEUE_DEFINITIONS[name].defaultJobOptions });
+    queue.on('error', () => undefined);
+    return [name, queue] as const;
+  });
+  return Object.freeze(Object.fromEntries(entries)) as Queues;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+}

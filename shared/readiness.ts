@@ -1,0 +1,44 @@
+import type { AppContext } from './context';
+import { pingStorage } from './storage/s3';
+
+export interface ReadinessReport {
+  readonly ready: boolean;
+  readonly checks: Record<string, { ok: boolean; error?: string; detail?: Record<string, unknown> }>;
+}
+
+const TIMEOUT_MS = 3000;
+
+/** Probes every dependency in parallel, each bounded, and names what failed. */
+export async function checkReadiness(ctx: Pick<AppContext, 'db' | 'redis' | 'storage' | 'chains'>): Promise<ReadinessReport> {
+  const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
+    postgres: async () => void (await ctx.db.raw('select 1')),
+    redis: async () => void (await ctx.redis.ping()),
+    s3: () => pingStorage(ctx.storage),
+  };
+  for (const net of ctx.chains.networks) {
+    probes[`chain:${net.network}`] = async () => {
+      const health = await ctx.chains.health(net.network, TIMEOUT_MS);
+      if (!health.ready || health.error) throw new Error(health.error ?? 'not ready');
+      return { best_block: health.bestBlock, runtime: health.specName };
+    };
+  }
+  const entries = await Promise.all(
+    Object.entries(probes).map(async ([name, probe]) => {
+      try {
+        const detail = await bounded(probe(), TIMEOUT_MS);
+        return [name, detail ? { ok: true, detail } : { ok: true }] as const;
+      } catch (err) {
+        return [name, { ok: false, error: (err as Error).message || 'unreachable' }] as const;
+      }
+    }),
+  );
+  const checks: ReadinessReport['checks'] = Object.fromEntries(entries);
+  return { ready: Object.values(checks).every((c) => c.ok), checks };
+}
+
+function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
+}

@@ -1,0 +1,101 @@
+import http from 'node:http';
+import { Writable } from 'node:stream';
+import type { Config } from '../../shared/config';
+import { createLogger } from '../../shared/logger';
+import { createContext, closeContext, type AppContext } from '../../shared/context';
+import { createWebApp, type WebAppOptions } from '../../web/app';
+import { testServices } from './services';
+
+/** Every log line written by every app and worker of the run, for the secret scan. */
+export const logLines: string[] = [];
+
+export const logSink = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of String(chunk).split('\n')) if (line) logLines.push(line);
+    done();
+  },
+});
+
+export const testLogger = () => createLogger('debug', logSink);
+
+export interface TestApp {
+  readonly url: string;
+  readonly context: AppContext;
+  close(): Promise<void>;
+}
+
+/** A real web process in this process: its own connections, listening on a free port. */
+export async function startApp(config: Config = testServices().config, options: WebAppOptions = {}): Promise<TestApp> {
+  const context = createContext(config, testLogger(), 'web');
+  await whenConnected(context);
+  const server = http.createServer(createWebApp(context, options).callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    context,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeContext(context);
+    },
+  };
+}
+
+export interface Reply<T = any> {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: T;
+  readonly text: string;
+}
+
+export interface RequestOptions {
+  readonly token?: string;
+  readonly body?: unknown;
+  /** Sent verbatim instead of JSON-encoding `body`. */
+  readonly raw?: string | Buffer;
+  readonly headers?: Record<string, string>;
+}
+
+export async function call<T = any>(base: string, method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  let body: string | Buffer | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body: body as BodyInit | undefined });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** Asserts the error envelope of contract §1 and returns it. */
+export function expectError(reply: Reply, status: number, code: string): { code: string; message: string; request_id: string; details?: unknown } {
+  const { error } = (reply.body ?? {}) as { error?: { code: string; message: string; request_id: string } };
+  if (reply.status !== status || !error || error.code !== code) {
+    throw new Error(`expected ${status} ${code}, got ${reply.status} ${reply.text.slice(0, 300)}`);
+  }
+  if (typeof error.message !== 'string' || error.request_id !== reply.headers.get('x-request-id')) {
+    throw new Error(`malformed envelope: ${reply.text}`);
+  }
+  return error;
+}
+
+/** Resolves once Redis and every chain connection are up (events, not polling). */
+export async function whenConnected(context: AppContext): Promise<void> {
+  const redisUp =
+    context.redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => context.redis.once('ready', () => resolve()));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([redisUp, ...context.chains.networks.map((n) => context.chains.api(n.network))]),
+    new Promise((resolve) => (timer = setTimeout(resolve, 10_000))), // a dependency a test made unreachable on purpose
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,44 @@
+import nock from 'nock';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+
+/**
+ * A third-party OpenID Connect provider stand-in: its JWKS is served through nock (the one piece of HTTP
+ * the tests cannot run themselves), and tests mint tokens with its private key.
+ */
+export const IDP = { issuer: 'https://idp.example.test/', audience: 'works-api', jwksUrl: 'https://idp.example.test/.well-known/jwks.json' };
+
+let signingKey: CryptoKey;
+let publicJwk: JWK;
+
+export async function startIdentityProvider(): Promise<void> {
+  const pair = await generateKeyPair('RS256', { extractable: true });
+  signingKey = pair.privateKey;
+  publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'test-key', alg: 'RS256', use: 'sig' };
+  const url = new URL(IDP.jwksUrl);
+  nock(url.origin).persist().get(url.pathname).reply(200, { keys: [publicJwk] });
+}
+
+export function stopIdentityProvider(): void {
+  nock.cleanAll();
+}
+
+export interface AdminTokenOptions {
+  readonly organizationId: string;
+  readonly roles?: string[];
+  readonly issuer?: string;
+  readonly audience?: string;
+  readonly expiresInSeconds?: number;
+  readonly key?: CryptoKey;
+}
+
+export async function adminToken(options: AdminTokenOptions): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ org_id: options.organizationId, roles: options.roles ?? ['admin'] })
+    .setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
+    .setIssuer(options.issuer ?? IDP.issuer)
+    .setAudience(options.audience ?? IDP.audience)
+    .setSubject('admin@example.test')
+    .setIssuedAt(now - 5)
+    .setExpirationTime(now + (options.expiresInSeconds ?? 600))
+    .sign(options.key ?? signingKey);
+}

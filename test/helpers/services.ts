@@ -1,0 +1,80 @@
+import os from 'node:os';
+import path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, processEnv, type Config, type Env } from '../../shared/config';
+import { createDb, migrateLatest } from '../../shared/db/knex';
+import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
+import { startEmbedded, type EmbeddedDependencies } from '../../shared/embedded';
+import { IDP, startIdentityProvider, stopIdentityProvider } from './identity';
+
+export interface TestServices {
+  readonly env: Env;
+  readonly config: Config;
+  readonly embedded: EmbeddedDependencies;
+  readonly dataDir: string;
+}
+
+let services: TestServices | undefined;
+let teardown: (() => Promise<void>)[] = [];
+
+/**
+ * Real dependencies for the whole run, found or started as `npm run dev` does: a fresh database and a
+ * private Redis key prefix per run, an s3rver and a chopsticks chain of the run's own, all torn down after.
+ */
+export async function startTestServices(): Promise<TestServices> {
+  const outer = processEnv();
+  const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'works-test-'));
+  teardown.push(() => fs.rm(dataDir, { recursive: true, force: true }));
+
+  const pg = await ensurePostgres(outer.DATABASE_URL, dataDir);
+  teardown.push(pg.stop);
+  const dbName = `works_test_${runId}`;
+  const databaseUrl = await createDatabaseIfMissing(pg.serverUrl, dbName);
+  teardown.push(() => dropDatabase(pg.serverUrl, dbName));
+
+  await startIdentityProvider();
+  teardown.push(async () => stopIdentityProvider());
+
+  const base: Env = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: outer.REDIS_URL,
+    REDIS_PREFIX: `test_${runId}`,
+    OIDC_ISSUER: IDP.issuer,
+    OIDC_AUDIENCE: IDP.audience,
+    OIDC_JWKS_URL: IDP.jwksUrl,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    S3_BUCKET: `works-test`,
+    ALLOW_HTTP_WEBHOOKS: 'true',
+    UPLOAD_TTL_SECONDS: '600',
+  };
+  const embedded = await startEmbedded(base, { dataDir, databaseName: dbName, blocks: 'instant', webBaseUrl: 'http://127.0.0.1:0' });
+  teardown.push(embedded.stop);
+  const env: Env = { ...base, ...embedded.env };
+  const config = loadConfig(env);
+
+  const db = createDb(config.database);
+  await migrateLatest(db).finally(() => db.destroy());
+  services = { env, config, embedded, dataDir };
+  return services;
+}
+
+export async function stopTestServices(): Promise<void> {
+  const steps = teardown.reverse();
+  teardown = [];
+  for (const step of steps) await step().catch((err) => process.stderr.write(`teardown: ${(err as Error).message}\n`));
+  services = undefined;
+}
+
+export function testServices(): TestServices {
+  if (!services) throw new Error('test services are not started (test/helpers/hooks.ts)');
+  return services;
+}
+
+/** The run's configuration with some variables changed, validated like any other. */
+export function configWith(overrides: Env): Config {
+  return loadConfig({ ...testServices().env, ...overrides });
+}

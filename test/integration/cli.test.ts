@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import http from 'node:http';
+import { startApp, call, type TestApp } from '../helpers/app';
+import { configWith, testServices } from '../helpers/services';
+import { ensureDevIdpKey } from '../../shared/identity/dev-provider';
+import { createWebApp } from '../../web/app';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../..');
+
+/** Runs the CLI as an operator would: a separate process, JSON on stdout or an envelope on stderr. */
+async function admin(args: string[], env: Record<string, string | undefined>) {
+  try {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], { cwd: ROOT, env: { ...env, PATH: process.env.PATH } });
+    return { code: 0, out: JSON.parse(stdout), err: undefined };
+  } catch (e) {
+    const failure = e as { code: number; stderr: string };
+    return { code: failure.code, out: undefined, err: JSON.parse(failure.stderr) };
+  }
+}
+
+describe('operator CLI (contract §3)', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+  let env: Record<string, string | undefined>;
+  let server: http.Server;
+
+  before(async () => {
+    // A web app in development shape: the embedded identity provider's JWKS served by the app itself.
+    server = http.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const keyFile = path.join(testServices().dataDir, 'cli-idp.json');
+    await ensureDevIdpKey(keyFile);
+    env = {
+      ...testServices().env,
+      DEV_IDP_KEY_FILE: keyFile,
+      OIDC_ISSUER: `${base}/dev/idp`,
+      OIDC_JWKS_URL: `${base}/dev/idp/jwks.json`,
+      NODE_ENV: 'development',
+    };
+    app = await startApp(configWith(env));
+    server.on('request', createWebApp(app.context).callback());
+    (app as { url: string }).url = base;
+  });
+  after(async () => {
+    server.close();
+    await app.close();
+  });
+
+  it('creates, shows, credits, suspends and activates an organization', async () => {
+    const created = await admin(['org', 'create', '--name', 'Acme', '--credits', '1000'], env);
+    expect(created.code).to.equal(0);
+    expect(Object.keys(created.out)).to.have.members(['organization_id', 'name', 'status', 'credits', 'wallets']);
+    expect(created.out).to.deep.include({ name: 'Acme', status: 'active', credits: 1000 });
+    expect(created.out.wallets.testnet).to.be.a('string');
+    expect(created.out.wallets.mainnet).to.be.a('string');
+    const id = created.out.organization_id;
+
+    const credited = await admin(['org', 'credit', '--org', id, '--amount', '250', '--reason', 'top-up'], env);
+    expect(credited.out).to.deep.equal({ organization_id: id, credits: 1250 });
+    expect((await admin(['org', 'suspend', '--org', id], env)).out).to.deep.equal({ organization_id: id, status: 'suspended' });
+    expect((await admin(['org', 'show', '--org', id], env)).out).to.deep.include({ status: 'suspended', credits: 1250 });
+    expect((await admin(['org', 'activate', '--org', id], env)).out).to.deep.equal({ organization_id: id, status: 'active' });
+  });
+
+  it('mints an admin token that creates a working key through the API', async () => {
+    const { out: org } = await admin(['org', 'create', '--name', 'Tokens'], env);
+    const minted = await admin(['idp', 'token', '--org', org.organization_id, '--ttl', '600'], env);
+    expect(minted.code).to.equal(0);
+    expect(Object.keys(minted.out)).to.have.members(['token', 'expires_at']);
+    const created = await call(app.url, 'POST', `/v1/organizations/${org.organization_id}/api-keys`, {
+      token: minted.out.token,
+      body: { name: 'backend', scopes: ['works:register'] },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const session = await call(app.url, 'POST', '/v1/sessions', { token: created.body.token, body: { external_user_ref: 'u1' } });
+    expect(session.status).to.equal(201);
+  });
+
+  it('prints an error envelope on stderr and exits non-zero', async () => {
+    const missing = await admin(['org', 'show', '--org', '00000000-0000-4000-8000-000000000000'], env);
+    expect(missing.code).to.not.equal(0);
+    expect(missing.err.error.code).to.equal('common.not_found');
+    expect(missing.err.error.request_id).to.be.a('string');
+    const unknown = await admin(['org', 'explode'], env);
+    expect(unknown.err.error.code).to.equal('common.bad_request');
+    const overdraw = await admin(['org', 'create', '--name', 'Poor'], env);
+    const debit = await admin(['org', 'credit', '--org', overdraw.out.organization_id, '--amount=-5'], env);
+    expect(debit.err.error.code).to.equal('credits.insufficient');
+  });
+});

@@ -1,0 +1,68 @@
+import { expect } from 'chai';
+import { startApp, call, expectError, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+
+describe('HTTP basics', () => {
+  let app: TestApp;
+  before(async () => (app = await startApp()));
+  after(() => app.close());
+
+  it('GET /healthz answers 200 with security headers and a request id', async () => {
+    const reply = await call(app.url, 'GET', '/healthz');
+    expect(reply.status).to.equal(200);
+    expect(reply.body).to.deep.equal({ status: 'ok' });
+    expect(reply.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+    expect(reply.headers.get('x-content-type-options')).to.equal('nosniff');
+    expect(reply.headers.get('strict-transport-security')).to.include('max-age=');
+    expect(reply.headers.get('x-frame-options')).to.equal('SAMEORIGIN');
+    expect(reply.headers.get('content-security-policy')).to.include("default-src 'none'");
+  });
+
+  it('reuses a safe incoming X-Request-Id and replaces an unsafe one', async () => {
+    const kept = await call(app.url, 'GET', '/nope', { headers: { 'X-Request-Id': 'partner-req.42' } });
+    expect(kept.headers.get('x-request-id')).to.equal('partner-req.42');
+    expect(expectError(kept, 404, 'common.not_found').request_id).to.equal('partner-req.42');
+    const replaced = await call(app.url, 'GET', '/healthz', { headers: { 'X-Request-Id': 'a b<script>' } });
+    expect(replaced.headers.get('x-request-id')).to.not.equal('a b<script>');
+    const long = await call(app.url, 'GET', '/healthz', { headers: { 'X-Request-Id': 'x'.repeat(129) } });
+    expect(long.headers.get('x-request-id')).to.have.length(36);
+  });
+
+  it('answers an unknown route with 404 in the envelope', async () => {
+    expectError(await call(app.url, 'GET', '/v1/nothing-here'), 404, 'common.not_found');
+  });
+
+  it('answers malformed JSON with 400 common.bad_request', async () => {
+    const { token } = await createKey(app.context, await createOrg(app.context));
+    const reply = await call(app.url, 'POST', '/v1/sessions', { token, raw: '{"external_user_ref": ', headers: { 'Content-Type': 'application/json' } });
+    expectError(reply, 400, 'common.bad_request');
+  });
+
+  it('refuses a JSON body over 1 MB with 413', async () => {
+    const { token } = await createKey(app.context, await createOrg(app.context));
+    const raw = JSON.stringify({ external_user_ref: 'x'.repeat(1024 * 1024 + 10) });
+    expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw, headers: { 'Content-Type': 'application/json' } }), 413, 'common.payload_too_large');
+  });
+
+  it('refuses a body that is not JSON with 415', async () => {
+    const { token } = await createKey(app.context, await createOrg(app.context));
+    expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw: 'external_user_ref=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }), 415, 'common.unsupported_media_type');
+  });
+
+  it('GET /readyz reports every dependency, the chain through @polkadot/api', async () => {
+    const reply = await call(app.url, 'GET', '/readyz');
+    expect(reply.status, reply.text).to.equal(200);
+    expect(reply.body.status).to.equal('ready');
+    expect(Object.keys(reply.body.checks)).to.have.members(['postgres', 'redis', 's3', 'chain:testnet']);
+    expect(reply.body.checks['chain:testnet'].detail.runtime).to.equal('statemine');
+    expect(reply.body.checks['chain:testnet'].detail.best_block).to.be.a('number');
+  });
+
+  it('GET /metrics exposes HTTP durations and queue depths', async () => {
+    await call(app.url, 'GET', '/healthz');
+    const reply = await call(app.url, 'GET', '/metrics');
+    expect(reply.status).to.equal(200);
+    expect(reply.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} \d+/);
+    for (const queue of ['prepare', 'chain', 'webhooks']) expect(reply.text).to.match(new RegExp(`queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+`));
+  });
+});

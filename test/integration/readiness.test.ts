@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { startApp, call, expectError } from '../helpers/app';
+import { configWith } from '../helpers/services';
+import { startPrivateRedis } from '../../shared/embedded/redis';
+import { createOrg, createKey } from '../helpers/factories';
+
+describe('readiness when a dependency is gone', () => {
+  it('turns /readyz to 503 naming Redis, and API calls to 503, when Redis stops', async () => {
+    const redis = await startPrivateRedis();
+    const app = await startApp(configWith({ REDIS_URL: redis.url }));
+    try {
+      expect((await call(app.url, 'GET', '/readyz')).status).to.equal(200);
+      await redis.stop();
+      const reply = await call(app.url, 'GET', '/readyz');
+      expect(reply.status).to.equal(503);
+      expect(reply.body.status).to.equal('unavailable');
+      expect(reply.body.checks.redis.ok).to.equal(false);
+      expect(reply.body.checks.postgres.ok).to.equal(true);
+      expect(reply.body.checks['chain:testnet'].ok).to.equal(true);
+      expect((await call(app.url, 'GET', '/healthz')).status).to.equal(200);
+    } finally {
+      await app.close();
+      await redis.stop();
+    }
+  });
+
+  it('answers 503 common.service_unavailable when PostgreSQL is unreachable', async () => {
+    const healthy = await startApp();
+    const key = await createKey(healthy.context, await createOrg(healthy.context));
+    await healthy.close();
+    const app = await startApp(configWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }));
+    try {
+      const reply = await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } });
+      expectError(reply, 503, 'common.service_unavailable');
+      expect(reply.headers.get('retry-after')).to.equal('5');
+      const ready = await call(app.url, 'GET', '/readyz');
+      expect(ready.status).to.equal(503);
+      expect(ready.body.checks.postgres.ok).to.equal(false);
+      expect(ready.body.checks.redis.ok).to.equal(true);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { QueueEvents } from 'bullmq';
+import { createContext, closeContext, type AppContext } from '../../shared/context';
+import { bullPrefix } from '../../shared/queue/queues';
+import { startWorkers } from '../../jobs/workers';
+import { configWith } from '../helpers/services';
+import { testLogger } from '../helpers/app';
+
+describe('workers', () => {
+  let ctx: AppContext;
+  beforeEach(() => {
+    // a key space of this test's own, so no other worker takes its jobs
+    ctx = createContext(configWith({ REDIS_PREFIX: `workers_${Date.now()}_${Math.random().toString(36).slice(2)}` }), testLogger(), 'worker');
+  });
+  afterEach(() => closeContext(ctx));
+
+  it('run only the queues they are given, and finish the active job before stopping', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const seen: string[] = [];
+    const workers = startWorkers(ctx, ['maintenance'], {
+      maintenance: () => async (job) => {
+        seen.push(job.name);
+        started();
+        await gate;
+        return 'done';
+      },
+    });
+    const events = new QueueEvents('maintenance', { connection: ctx.redis.duplicate(), prefix: bullPrefix(ctx.config.redis.prefix) });
+    await events.waitUntilReady();
+    const job = await ctx.queues.maintenance.add('slow', { id: 1 });
+    await running;
+    const stopping = workers.stop(30_000);
+    let stopped = false;
+    void stopping.then(() => (stopped = true));
+    await new Promise((r) => setImmediate(r));
+    expect(stopped, 'stop waits for the active job').to.equal(false);
+    release();
+    await stopping;
+    expect(await job.getState()).to.equal('completed');
+    expect(seen).to.deep.equal(['slow']);
+    await events.close();
+  });
+
+  it('release a job that outlives the grace period so another worker can take it', async () => {
+    const workers = startWorkers(ctx, ['maintenance'], {
+      maintenance: () => () => new Promise(() => undefined), // never finishes
+    });
+    const job = await ctx.queues.maintenance.add('stuck', {});
+    await new Promise<void>((resolve) => workers.workers[0]!.once('active', () => resolve()));
+    await workers.stop(50);
+    const state = await job.getState();
+    expect(state).to.not.equal('completed');
+    expect(['active', 'waiting', 'failed']).to.include(state);
+  });
+
+  it('refuse a queue without a processor', () => {
+    expect(() => startWorkers(ctx, ['webhooks'], {})).to.throw(/no processor is registered for queue "webhooks"/);
+  });
+});

@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, ConfigError, type Env } from '../../shared/config';
+
+const valid: Env = {
+  DATABASE_URL: 'postgres://localhost/x',
+  REDIS_URL: 'redis://localhost:6379',
+  S3_BUCKET: 'b',
+  S3_ACCESS_KEY_ID: 'a',
+  S3_SECRET_ACCESS_KEY: 's',
+  CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944',
+  RELAYER_SEED_TESTNET: '//Alice',
+  SECRETS_KEY: randomBytes(32).toString('base64'),
+  OIDC_ISSUER: 'https://idp',
+  OIDC_AUDIENCE: 'works-api',
+  OIDC_JWKS_URL: 'https://idp/jwks',
+};
+
+describe('configuration', () => {
+  it('parses a valid environment into frozen sections with defaults', () => {
+    const config = loadConfig(valid);
+    expect(config.http.port).to.equal(3000);
+    expect(config.ttl).to.deep.equal({ uploadSeconds: 600, quoteSeconds: 300, idempotencySeconds: 86400 });
+    expect(config.workers.queues).to.include.members(['prepare', 'chain', 'webhooks']);
+    expect(Object.isFrozen(config.http)).to.equal(true);
+    expect(config.chains[0]?.explorerUrlTemplate).to.include('network=melodie');
+  });
+
+  it('names every missing or malformed variable at once', () => {
+    try {
+      loadConfig({ ...valid, DATABASE_URL: undefined, PORT: 'eighty', SECRETS_KEY: 'short', WORKER_QUEUES: 'chain,bogus', QUOTE_TTL_SECONDS: '900' });
+      expect.fail('should throw');
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      const message = (err as Error).message;
+      for (const name of ['DATABASE_URL', 'PORT', 'SECRETS_KEY', 'WORKER_QUEUES', 'QUOTE_TTL_SECONDS']) expect(message).to.include(name);
+      expect((err as ConfigError).problems).to.have.length(5);
+    }
+  });
+
+  it('requires at least one chain network', () => {
+    expect(() => loadConfig({ ...valid, CHAIN_TESTNET_WS: undefined })).to.throw(/CHAIN_TESTNET_WS or CHAIN_MAINNET_WS/);
+  });
+
+  it('restricts WORKER_QUEUES to the named queues', () => {
+    expect(loadConfig({ ...valid, WORKER_QUEUES: 'webhooks' }).workers.queues).to.deep.equal(['webhooks']);
+  });
+});

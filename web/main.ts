@@ -1,0 +1,53 @@
+import http from 'node:http';
+import { loadConfigOrExit, type Config } from '../shared/config';
+import { createLogger, type Logger } from '../shared/logger';
+import { createContext, closeContext } from '../shared/context';
+import { createWebApp } from './app';
+
+export interface RunningWeb {
+  readonly server: http.Server;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the web process: HTTP on PORT; closes in order on stop (stop accepting, drain, close connections). */
+export async function startWeb(config: Config, log: Logger): Promise<RunningWeb> {
+  const context = createContext(config, log.child({ process: 'web' }), 'web');
+  const app = createWebApp(context);
+  const server = http.createServer(app.callback());
+  server.headersTimeout = 15_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve) => server.listen(config.http.port, config.http.host, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.http.port;
+  const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
+  return {
+    server,
+    url: `http://${host}:${port}`,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await closeContext(context);
+    },
+  };
+}
+
+if (require.main === module) {
+  const config = loadConfigOrExit();
+  const log = createLogger(config.log.level);
+  startWeb(config, log).then((web) => {
+    log.info({ url: web.url }, 'web listening');
+    const shutdown = (signal: string) => {
+      log.info({ signal }, 'web shutting down');
+      web.stop().then(() => process.exit(0), () => process.exit(1));
+    };
+    process.once('SIGTERM', shutdown);
+    process.once('SIGINT', shutdown);
+  }, (err) => {
+    log.fatal({ err }, 'web failed to start');
+    process.exit(1);
+  });
+}

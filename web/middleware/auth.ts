@@ -1,0 +1,64 @@
+import type { Context, Middleware } from 'koa';
+import type { Knex } from 'knex';
+import { AppError } from '../../shared/errors';
+import { authenticateApiKey, unauthorized } from '../../shared/api-keys/service';
+import { authenticateSession, SESSION_PREFIX } from '../../shared/sessions/service';
+import type { Principal, Scope } from '../../shared/api-keys/types';
+import type { AdminVerifier, AdminIdentity } from '../../shared/identity/admin-verifier';
+import type { Logger } from '../../shared/logger';
+
+export function bearerToken(ctx: Context): string | undefined {
+  const header = ctx.get('Authorization');
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+export interface PrincipalOptions {
+  /** The scope an API key needs. Session tokens carry only `works:read`. */
+  readonly scope?: Scope;
+  /** Whether an end-user session token is accepted here (read routes and tracking only). */
+  readonly allowSession?: boolean;
+}
+
+export interface AuthDeps {
+  readonly db: Knex;
+  readonly secretsKey: Buffer;
+  readonly log: Logger;
+}
+
+/** Authenticates an API key (or, where allowed, a session token) and checks its scope. */
+export function requirePrincipal(deps: AuthDeps, options: PrincipalOptions = {}): Middleware {
+  return async (ctx, next) => {
+    const token = bearerToken(ctx);
+    if (!token) throw unauthorized();
+    let principal: Principal;
+    if (token.startsWith(SESSION_PREFIX)) {
+      if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
+      principal = await authenticateSession(deps, token);
+    } else {
+      principal = await authenticateApiKey(deps.db, token, deps.log);
+    }
+    if (options.scope && !principal.scopes.includes(options.scope)) {
+      throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);
+    }
+    ctx.state.principal = principal;
+    await next();
+  };
+}
+
+/**
+ * Administrator routes under /v1/organizations/:organization_id: an OpenID Connect token with the admin
+ * role whose org_id is the organization in the path.
+ */
+export function requireAdmin(verify: AdminVerifier): Middleware {
+  return async (ctx, next) => {
+    const token = bearerToken(ctx);
+    if (!token) throw new AppError('auth.unauthorized', 'An administrator token is required');
+    const identity: AdminIdentity = await verify(token);
+    if (identity.organizationId !== ctx.params.organization_id) {
+      throw new AppError('common.forbidden', 'The token does not administer this organization');
+    }
+    ctx.state.admin = identity;
+    await next();
+  };
+}

@@ -1,0 +1,61 @@
+import type { Middleware, Context } from 'koa';
+import { AppError, type ErrorCode } from '../../shared/errors';
+import { isRedisUnavailable } from '../../shared/redis/client';
+import type { Logger } from '../../shared/logger';
+
+/** Status codes raised by Koa and its body parser, mapped to stable codes. */
+const HTTP_CODES: Record<number, ErrorCode> = {
+  400: 'common.bad_request',
+  404: 'common.not_found',
+  413: 'common.payload_too_large',
+  415: 'common.unsupported_media_type',
+};
+
+export function sendError(ctx: Context, code: ErrorCode, status: number, message: string, details?: unknown): void {
+  ctx.status = status;
+  ctx.body = { error: { code, message, request_id: ctx.state.requestId as string, ...(details ? { details } : {}) } };
+}
+
+/**
+ * Maps every failure to the envelope `{ error: { code, message, request_id, details? } }`. Anything not
+ * expected becomes a logged 500 with a generic message: no stack, SQL or secret reaches the client.
+ */
+export function errors(log: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, 'common.not_found', 404, 'No such route');
+    } catch (err) {
+      if (err instanceof AppError) {
+        for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
+        sendError(ctx, err.code, err.status, err.message, err.details);
+        return;
+      }
+      const status = (err as { status?: number; expose?: boolean }).status;
+      if (typeof status === 'number' && HTTP_CODES[status] && (err as { expose?: boolean }).expose !== false) {
+        sendError(ctx, HTTP_CODES[status], status, status === 400 ? 'The request body is not valid JSON' : (err as Error).message);
+        return;
+      }
+      if (isUnavailable(err)) {
+        log.warn({ err: { message: (err as Error).message }, request_id: ctx.state.requestId }, 'dependency unavailable');
+        ctx.set('Retry-After', '5');
+        sendError(ctx, 'common.service_unavailable', 503, 'A dependency of the service is unavailable; retry shortly');
+        return;
+      }
+      log.error({ err, request_id: ctx.state.requestId, route: ctx._matchedRoute }, 'unhandled error');
+      sendError(ctx, 'common.internal', 500, 'Internal error');
+    }
+  };
+}
+
+function isUnavailable(err: unknown): boolean {
+  if (isRedisUnavailable(err)) return true;
+  const code = (err as { code?: string })?.code;
+  const message = (err as Error)?.message ?? '';
+  return (
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === '57P01' || // admin shutdown
+    /Knex: Timeout acquiring a connection|Connection terminated/i.test(message)
+  );
+}

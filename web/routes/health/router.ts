@@ -1,0 +1,21 @@
+import Router from '@koa/router';
+import type { AppContext } from '../../../shared/context';
+import { checkReadiness } from '../../../shared/readiness';
+import type { WebMetrics } from '../../middleware/metrics';
+
+export function healthRouter(app: AppContext, metrics: WebMetrics): Router {
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const report = await checkReadiness(app);
+    ctx.status = report.ready ? 200 : 503;
+    ctx.body = { status: report.ready ? 'ready' : 'unavailable', checks: report.checks };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+  return router;
+}

@@ -3,6 +3,7 @@ import type { QueueName } from '../shared/config';
 import type { AppContext } from '../shared/context';
 import { bullPrefix, QUEUE_DEFINITIONS } from '../shared/queue/queues';
 import { createRedis, type Redis } from '../shared/redis/client';
+import { webhookBackoff } from './webhooks/processor';
 
 export type ProcessorFactory = (ctx: AppContext) => Processor;
 export type ProcessorRegistry = Partial<Record<QueueName, ProcessorFactory>>;
@@ -26,6 +27,7 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       prefix: bullPrefix(ctx.config.redis.prefix),
       concurrency: Math.min(QUEUE_DEFINITIONS[name].concurrency, ctx.config.workers.concurrency * 4),
       autorun: true,
+      settings: { backoffStrategy: webhookBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });
     worker.on('failed', (job, err) => log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'));

@@ -44,7 +44,25 @@ export interface Config {
   readonly workers: { readonly queues: readonly QueueName[]; readonly concurrency: number };
   readonly sessions: { readonly ttlSeconds: number };
   readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
-  readonly webhooks: { readonly allowHttp: boolean };
+  readonly webhooks: {
+    readonly allowHttp: boolean;
+    /** Seconds to wait before each retry (contract §7). */
+    readonly retrySchedule: readonly number[];
+    readonly timeoutMs: number;
+  };
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
+  readonly pricing: {
+    /** Credits charged per whole native token of network fee (fees are rounded up to a whole credit). */
+    readonly creditsPerToken: number;
+    readonly serviceFeeCredits: number;
+    readonly storageFreeBytes: number;
+    readonly storageCreditsPerMb: number;
+    readonly registrationDepositCredits: number;
+    readonly versionDepositCredits: number;
+  };
+  readonly uploads: { readonly maxBytes: number };
+  /** How long the web waits for a prepare job before answering 503. */
+  readonly prepareTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -160,7 +178,22 @@ export function loadConfig(env: Env = process.env): Config {
       quoteSeconds: read.int('QUOTE_TTL_SECONDS', 300, 1, 300),
       idempotencySeconds: read.int('IDEMPOTENCY_TTL_SECONDS', 86400, 1, 86400),
     },
-    webhooks: { allowHttp: read.bool('ALLOW_HTTP_WEBHOOKS', nodeEnv !== 'production') },
+    webhooks: {
+      allowHttp: read.bool('ALLOW_HTTP_WEBHOOKS', nodeEnv !== 'production'),
+      retrySchedule: read.intList('WEBHOOK_RETRY_SCHEDULE', [1, 5, 30, 120, 600, 1800], 0, 86400),
+      timeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 30_000, 100, 30_000),
+    },
+    rateLimit: { perSecond: read.int('RATE_LIMIT_PER_SECOND', 20, 1, 100_000), burst: read.int('RATE_LIMIT_BURST', 100, 1, 1_000_000) },
+    pricing: {
+      creditsPerToken: read.int('CREDITS_PER_TOKEN', 100, 1, 1e12),
+      serviceFeeCredits: read.int('SERVICE_FEE_CREDITS', 10, 0, 1e9),
+      storageFreeBytes: read.int('STORAGE_FREE_BYTES', 10 * 1024 * 1024, 0, 1e12),
+      storageCreditsPerMb: read.int('STORAGE_CREDITS_PER_MB', 1, 0, 1e9),
+      registrationDepositCredits: read.int('REGISTRATION_DEPOSIT_CREDITS', 5, 0, 1e9),
+      versionDepositCredits: read.int('VERSION_DEPOSIT_CREDITS', 2, 0, 1e9),
+    },
+    uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
+    prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
 
@@ -191,6 +224,17 @@ class EnvReader {
       return fallback;
     }
     return value;
+  }
+
+  intList(name: string, fallback: number[], min: number, max: number): number[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const values = raw.split(',').map((v) => Number(v.trim()));
+    if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < min || v > max)) {
+      this.problems.push(`${name} must be comma-separated integers from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return values;
   }
 
   bool(name: string, fallback: boolean): boolean {

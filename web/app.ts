@@ -11,6 +11,8 @@ import { healthRouter } from './routes/health/router';
 import { apiKeysRouter } from './routes/api-keys/router';
 import { sessionsRouter } from './routes/sessions/router';
 import { devIdpRouter } from './routes/dev-idp/router';
+import { worksRouter } from './routes/works/router';
+import { transactionsRouter } from './routes/transactions/router';
 
 export interface WebAppOptions {
   /** Overrides the JWKS-backed administrator verifier (tests with a local key set). */
@@ -35,7 +37,7 @@ export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa 
   });
   koa.use(jsonBody(app.config.http.bodyLimitBytes));
 
-  const routers = [healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app)];
+  const routers = [healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), transactionsRouter(app)];
   if (app.config.identity.devKeyFile) routers.push(devIdpRouter(app.config.identity.devKeyFile));
   for (const router of routers) koa.use(router.routes()).use(router.allowedMethods());
   return koa;

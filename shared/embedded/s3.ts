@@ -21,11 +21,34 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     directory: path.join(dataDir, 's3'),
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  server.middleware.unshift(writeOnceAudio(server, bucket));
   const address = (await server.run()) as { port: number };
   return {
     endpoint: `http://127.0.0.1:${address.port}`,
     accessKeyId: 'S3RVER',
     secretAccessKey: 'S3RVER',
     stop: () => server.close(),
+  };
+}
+
+/**
+ * Audio objects are write-once: a PUT to an `audio/` key that already exists answers 412, as a bucket with a
+ * write-once (conditional write) rule does. This is what makes an upload URL single-use: a second PUT
+ * through it can never replace the bytes prepare hashes. See README, "Uploads".
+ */
+function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }, bucket: string) {
+  const store = server.context.store as { existsObject(bucket: string, key: string): Promise<boolean> };
+  const prefix = `/${bucket}/audio/`;
+  return async (ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown }, next: () => Promise<void>) => {
+    if (ctx.method === 'PUT' && ctx.path.startsWith(prefix) && !ctx.get('x-amz-copy-source')) {
+      const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
+      if (await store.existsObject(bucket, key)) {
+        ctx.status = 412;
+        ctx.type = 'application/xml';
+        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed</Code><Message>This upload URL has already been used</Message></Error>';
+        return;
+      }
+    }
+    await next();
   };
 }

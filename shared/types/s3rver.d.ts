@@ -13,5 +13,6 @@ declare module 's3rver' {
     constructor(options: S3rverOptions);
     run(): Promise<{ address: string; port: number }>;
     close(): Promise<void>;
+    context: Koa['context'] & { store: unknown };
   }
 }

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { AppContext } from '../context';
+import type { Network } from '../config';
+import { AppError, type ErrorCode } from '../errors';
+import type { Principal } from '../api-keys/types';
+import { appendLedgerEntry } from '../ledger/service';
+import type { Creator } from './commitment';
+import { RegistrationStore } from './store';
+import type { PreparedQuote, UploadSession } from './types';
+import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
+import { createTransaction } from '../transactions/service';
+
+export interface InitInput {
+  readonly network: Network;
+  readonly title: string;
+  readonly filename: string;
+  readonly creators: Creator[];
+  readonly external_user_ref?: string;
+}
+
+export interface UploadJob {
+  readonly job_id: string;
+  readonly upload_url: string;
+  readonly upload_expires_at: string;
+}
+
+export const audioKey = (organizationId: string, jobId: string) => `audio/${organizationId}/${jobId}`;
+
+export const registrationStore = (app: AppContext) => new RegistrationStore(app.redis, app.config.redis.prefix);
+
+/** Reserves an upload session and presigns the PUT of its one object key (spec 4.1). */
+export async function initRegistration(app: AppContext, principal: Principal, input: InitInput): Promise<UploadJob> {
+  assertValid([
+    ...networkProblems(app.config, input.network),
+    ...titleProblems(input.title),
+    ...filenameProblems(input.filename),
+    ...creatorProblems(input.creators),
+    ...refProblems(input.external_user_ref),
+  ]);
+  const jobId = randomUUID();
+  const now = new Date();
+  const ttl = app.config.ttl.uploadSeconds;
+  const session: UploadSession = {
+    jobId,
+    kind: 'register',
+    organizationId: principal.organizationId,
+    apiKeyId: principal.apiKeyId,
+    network: input.network,
+    title: input.title.trim(),
+    filename: input.filename,
+    creators: input.creators,
+    externalUserRef: input.external_user_ref ?? null,
+    audioKey: audioKey(principal.organizationId, jobId),
+    createdAt: now.toISOString(),
+    uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+  };
+  return reserveUpload(app, session, ttl);
+}
+
+export async function reserveUpload(app: AppContext, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
+  const url = await getSignedUrl(app.storage.client, new PutObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey }), { expiresIn: ttlSeconds });
+  await registrationStore(app).saveSession(session, ttlSeconds);
+  return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
+}
+
+/** The outcome a prepare job returns: a quote, or the domain error to answer with. */
+export type PrepareOutcome = { ok: true; quote: PreparedQuote } | { ok: false; code: ErrorCode; message: string };
+
+/**
+ * Prepare (spec 4.3): the web hands the hashing and the chain dry run to a `prepare` worker and waits for
+ * its answer, bounded; the quote it returns is stored in Redis for confirm.
+ */
+export async function prepareJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind']): Promise<PreparedQuote> {
+  const store = registrationStore(app);
+  const session = await store.session(principal.organizationId, jobId);
+  if (!session || session.kind !== kind) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
+  const events = app.prepareEvents();
+  await events.waitUntilReady();
+  const job = await app.queues.prepare.add('prepare', { organizationId: principal.organizationId, jobId });
+  let outcome: PrepareOutcome;
+  try {
+    outcome = (await job.waitUntilFinished(events, app.config.prepareTimeoutMs)) as PrepareOutcome;
+  } catch (err) {
+    const timedOut = /timed out/i.test((err as Error).message);
+    app.log.error({ err: { message: (err as Error).message }, job_id: jobId }, timedOut ? 'prepare timed out' : 'prepare failed');
+    const message = timedOut ? 'Preparing the quote took too long; retry shortly' : 'The quote could not be prepared right now; retry shortly';
+    throw new AppError('common.service_unavailable', message, undefined, { 'Retry-After': '5' });
+  }
+  if (!outcome.ok) throw new AppError(outcome.code, outcome.message);
+  await store.saveQuote(outcome.quote);
+  return outcome.quote;
+}
+
+export interface TransactionHandle {
+  readonly transaction_id: string;
+  readonly ws_url: string;
+  readonly status_url: string;
+}
+
+/**
+ * Confirm (spec 4.4): takes the quote atomically, then debits the quoted price and records the transaction
+ * in one SQL transaction, and enqueues it. A confirm that cannot complete puts the quote back.
+ */
+export async function confirmJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind']): Promise<TransactionHandle> {
+  const store = registrationStore(app);
+  const quote = await store.consumeQuote(principal.organizationId, jobId);
+  if (!quote || quote.session.kind !== kind) {
+    if (quote) await store.restoreQuote(quote);
+    throw new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
+  }
+  let transactionId: string;
+  try {
+    if (!quote.isValid) throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
+    transactionId = await app.db.transaction(async (trx) => {
+      const id = await createTransaction(trx, quote, principal.apiKeyId);
+      await appendLedgerEntry(trx, { organizationId: principal.organizationId, kind: 'debit', amount: -quote.price.total_price_credits, reference: id, reason: kind });
+      return id;
+    });
+  } catch (err) {
+    await store.restoreQuote(quote).catch(() => undefined);
+    throw err;
+  }
+  await app.queues.chain.add('transaction', { transactionId }, { jobId: transactionId }).catch((err) => {
+    // The transaction is durable in PostgreSQL; the reconciler enqueues it when Redis is back.
+    app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
+  });
+  return { transaction_id: transactionId, ws_url: `/v1/ws/transactions/${transactionId}`, status_url: `/v1/transactions/${transactionId}` };
+}

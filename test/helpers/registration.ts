@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { call, type Reply } from './app';
+
+export const creator = (overrides: Record<string, unknown> = {}) => ({
+  full_name: 'Ada Lovelace',
+  roles: { author: true, composer: true },
+  ipi: '00012345678',
+  isni: '000000012146438X',
+  email: 'ada@example.test',
+  ...overrides,
+});
+
+export const initBody = (overrides: Record<string, unknown> = {}) => ({
+  network: 'testnet',
+  title: '  Symphony for Engines  ',
+  filename: 'symphony.wav',
+  creators: [creator(), { full_name: 'Charles Babbage', roles: { arranger: true } }],
+  ...overrides,
+});
+
+export async function upload(url: string, bytes: Buffer): Promise<Response> {
+  return fetch(url, { method: 'PUT', body: bytes as unknown as BodyInit });
+}
+
+export interface Registered {
+  readonly jobId: string;
+  readonly audio: Buffer;
+  readonly init: Reply;
+  readonly prepare: Reply;
+  readonly confirm: Reply;
+}
+
+/** init → PUT → prepare → confirm, asserting each step's status. */
+export async function register(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Registered> {
+  const init = await call(base, 'POST', '/v1/works/init', { token, body });
+  if (init.status !== 200) throw new Error(`init: ${init.status} ${init.text}`);
+  const put = await upload(init.body.upload_url, audio);
+  if (put.status !== 200) throw new Error(`upload: ${put.status} ${await put.text()}`);
+  const prepare = await call(base, 'POST', '/v1/works/prepare', { token, body: { job_id: init.body.job_id } });
+  if (prepare.status !== 200) throw new Error(`prepare: ${prepare.status} ${prepare.text}`);
+  const confirm = await call(base, 'POST', '/v1/works/confirm', { token, body: { job_id: init.body.job_id } });
+  return { jobId: init.body.job_id, audio, init, prepare, confirm };
+}

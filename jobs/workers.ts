@@ -45,7 +45,7 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       const outcome = await Promise.race([drained, expired]);
       clearTimeout(timer);
       await Promise.all(workers.map((w) => w.close(outcome === 'expired')));
-      await Promise.all(connections.map((c) => c.quit().catch(() => undefined)));
+      await Promise.all(connections.map((c) => c.quit().catch(() => undefined).finally(() => c.disconnect())));
     },
   };
 }

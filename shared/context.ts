@@ -58,6 +58,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
     open.connection.disconnect();
   }
   await closeQueues(ctx.queues).catch(() => undefined);
-  await Promise.allSettled([ctx.redis.quit(), ctx.db.destroy(), ctx.chains.close()]);
+  // quit() fails when the server is gone; disconnect() also stops the reconnect timer.
+  await Promise.allSettled([ctx.redis.quit().finally(() => ctx.redis.disconnect()), ctx.db.destroy(), ctx.chains.close()]);
   ctx.storage.client.destroy();
 }

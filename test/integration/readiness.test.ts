@@ -3,6 +3,7 @@ import { startApp, call, expectError } from '../helpers/app';
 import { configWith } from '../helpers/services';
 import { startPrivateRedis } from '../../shared/embedded/redis';
 import { createOrg, createKey } from '../helpers/factories';
+import { initBody } from '../helpers/registration';
 
 describe('readiness when a dependency is gone', () => {
   it('turns /readyz to 503 naming Redis, and API calls to 503, when Redis stops', async () => {
@@ -10,7 +11,11 @@ describe('readiness when a dependency is gone', () => {
     const app = await startApp(configWith({ REDIS_URL: redis.url }));
     try {
       expect((await call(app.url, 'GET', '/readyz')).status).to.equal(200);
+      const key = await createKey(app.context, await createOrg(app.context));
       await redis.stop();
+      const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
+      expectError(init, 503, 'common.service_unavailable');
+      expect(init.headers.get('retry-after')).to.equal('5');
       const reply = await call(app.url, 'GET', '/readyz');
       expect(reply.status).to.equal(503);
       expect(reply.body.status).to.equal('unavailable');

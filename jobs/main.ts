@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../shared/logger';
 import { createContext, closeContext } from '../shared/context';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
+import { scheduleMaintenance } from './maintenance/processor';
 
 export interface RunningJobs {
   readonly queues: readonly QueueName[];
@@ -14,6 +15,7 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
   const context = createContext(config, log.child({ process: 'worker' }), 'worker');
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const running = startWorkers(context, queues, PROCESSORS);
+  if (queues.includes('maintenance')) await scheduleMaintenance(context);
   return {
     queues,
     async stop() {

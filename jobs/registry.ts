@@ -2,10 +2,12 @@ import type { ProcessorRegistry } from './workers';
 import { prepareProcessor } from './prepare/processor';
 import { chainProcessor } from './chain/processor';
 import { webhooksProcessor } from './webhooks/processor';
+import { maintenanceProcessor } from './maintenance/processor';
 
 /** The processor of each queue. A queue appears here once its processor exists. */
 export const PROCESSORS: ProcessorRegistry = {
   prepare: prepareProcessor,
   chain: chainProcessor,
   webhooks: webhooksProcessor,
+  maintenance: maintenanceProcessor,
 };

@@ -63,6 +63,8 @@ export interface Config {
   readonly uploads: { readonly maxBytes: number };
   /** How long the web waits for a prepare job before answering 503. */
   readonly prepareTimeoutMs: number;
+  /** The reconciler: how often it runs, and how long a transaction must sit untouched to count as stuck. */
+  readonly reconcile: { readonly everyMs: number; readonly idleSeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -194,6 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
+    reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
 

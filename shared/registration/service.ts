@@ -123,7 +123,7 @@ export async function confirmJob(app: AppContext, principal: Principal, jobId: s
     throw err;
   }
   await app.queues.chain.add('transaction', { transactionId }, { jobId: transactionId }).catch((err) => {
-    // The transaction is durable in PostgreSQL; the reconciler enqueues it when Redis is back.
+    // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
     app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
   });
   return { transaction_id: transactionId, ws_url: `/v1/ws/transactions/${transactionId}`, status_url: `/v1/transactions/${transactionId}` };

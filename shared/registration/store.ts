@@ -21,9 +21,7 @@ export class RegistrationStore {
   }
 
   async saveQuote(quote: PreparedQuote): Promise<void> {
-    const ttlMs = new Date(quote.expiresAt).getTime() - Date.now();
-    if (ttlMs <= 0) return;
-    await this.redis.set(this.quoteKey(quote.session.organizationId, quote.session.jobId), JSON.stringify(quote), 'PX', ttlMs);
+    await this.putQuote(quote, false);
   }
 
   /** Atomically takes the quote: of any number of concurrent confirms, exactly one gets it. */
@@ -34,8 +32,15 @@ export class RegistrationStore {
 
   /** Puts back a quote whose confirm could not complete, for its remaining lifetime only. */
   async restoreQuote(quote: PreparedQuote): Promise<void> {
+    await this.putQuote(quote, true);
+  }
+
+  /** Stores a quote for what remains of its lifetime; `onlyIfAbsent` never overwrites a newer one. */
+  private async putQuote(quote: PreparedQuote, onlyIfAbsent: boolean): Promise<void> {
     const ttlMs = new Date(quote.expiresAt).getTime() - Date.now();
     if (ttlMs <= 0) return;
-    await this.redis.set(this.quoteKey(quote.session.organizationId, quote.session.jobId), JSON.stringify(quote), 'PX', ttlMs, 'NX');
+    const key = this.quoteKey(quote.session.organizationId, quote.session.jobId);
+    if (onlyIfAbsent) await this.redis.set(key, JSON.stringify(quote), 'PX', ttlMs, 'NX');
+    else await this.redis.set(key, JSON.stringify(quote), 'PX', ttlMs);
   }
 }

@@ -2,7 +2,7 @@ import type { Config, QueueName } from '../../shared/config';
 import { createContext, closeContext } from '../../shared/context';
 import { startWorkers } from '../../jobs/workers';
 import { PROCESSORS } from '../../jobs/registry';
-import { testLogger, whenConnected } from './app';
+import { startApp, testLogger, whenConnected } from './app';
 import { testServices } from './services';
 
 export interface TestWorkers {
@@ -21,4 +21,23 @@ export async function startTestWorkers(config: Config = testServices().config, q
       await closeContext(context);
     },
   };
+}
+
+export interface TestStack {
+  readonly app: import('./app').TestApp;
+  readonly workers: TestWorkers;
+}
+
+/** Registers before/after hooks that run a web app and workers for the enclosing describe block. */
+export function useStack(): TestStack {
+  const stack = {} as { app: import('./app').TestApp; workers: TestWorkers };
+  before(async () => {
+    stack.app = await startApp();
+    stack.workers = await startTestWorkers();
+  });
+  after(async () => {
+    await stack.workers.stop();
+    await stack.app.close();
+  });
+  return stack;
 }

@@ -2,22 +2,15 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, suspendOrg } from '../helpers/factories';
-import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { startTestWorkers, useStack } from '../helpers/workers';
 import { initBody, creator, upload, register } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 
 describe('registration: every error row leaves nothing changed', function () {
   this.timeout(120_000);
+  const stack = useStack();
   let app: TestApp;
-  let workers: TestWorkers;
-  before(async () => {
-    app = await startApp();
-    workers = await startTestWorkers();
-  });
-  after(async () => {
-    await workers.stop();
-    await app.close();
-  });
+  before(() => (app = stack.app));
 
   const snapshot = async (org: string) => ({
     balance: Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance),

@@ -3,23 +3,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
-import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { startTestWorkers, useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { initBody, upload, register } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 
 describe('registration guarantees', function () {
   this.timeout(180_000);
+  const stack = useStack();
   let app: TestApp;
-  let workers: TestWorkers;
-  before(async () => {
-    app = await startApp();
-    workers = await startTestWorkers();
-  });
-  after(async () => {
-    await workers.stop();
-    await app.close();
-  });
+  before(() => (app = stack.app));
 
   const balance = async (org: string) => Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance);
 

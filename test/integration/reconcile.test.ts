@@ -1,0 +1,60 @@
+import { expect } from 'chai';
+import { QueueEvents } from 'bullmq';
+import { startApp, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { register } from '../helpers/registration';
+import { configWith } from '../helpers/services';
+import { reconcileTransactions } from '../../shared/transactions/reconcile';
+import { bullPrefix } from '../../shared/queue/queues';
+
+describe('reconciler', function () {
+  this.timeout(120_000);
+  let app: TestApp;
+  let preparer: TestWorkers;
+  let config: ReturnType<typeof configWith>;
+  before(async () => {
+    config = configWith({ REDIS_PREFIX: `reconcile_${Date.now()}` });
+    app = await startApp(config);
+    preparer = await startTestWorkers(config, ['prepare']);
+  });
+  after(async () => {
+    await preparer.stop();
+    await app.close();
+  });
+
+  it('re-enqueues a confirmed transaction whose job was lost, which then finalizes exactly once', async () => {
+    const org = await createOrg(app.context, 1000);
+    const key = await createKey(app.context, org);
+    const r = await register(app.url, key.token);
+    const txId = r.confirm.body.transaction_id as string;
+    // Redis loses the job before any chain worker ran it
+    await (await app.context.queues.chain.getJob(txId))!.remove();
+    expect(await app.context.queues.chain.getJob(txId)).to.equal(undefined);
+
+    // not yet idle long enough: left alone
+    expect(await reconcileTransactions(app.context, { idleSeconds: 3600 })).to.deep.equal([]);
+    await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([txId]);
+    // a job is waiting now: a second pass does not add another
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([]);
+
+    const events = new QueueEvents('chain', { connection: app.context.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true }), prefix: bullPrefix(config.redis.prefix) });
+    await events.waitUntilReady();
+    const chain = await startTestWorkers(config, ['chain']);
+    try {
+      await (await app.context.queues.chain.getJob(txId))!.waitUntilFinished(events, 60_000);
+    } finally {
+      await chain.stop();
+      await events.close();
+    }
+    const tx = await app.context.db('transactions').where({ id: txId }).first();
+    expect(tx.status).to.equal('finalized');
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
+    const debits = await app.context.db('credit_ledger').where({ organization_id: org, reference: txId });
+    expect(debits.map((d) => d.kind)).to.deep.equal(['debit']);
+    // finalized transactions are never picked up again
+    await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([]);
+  });
+});

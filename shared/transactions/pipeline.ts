@@ -47,7 +47,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     inclusion = await anchors.find(tx.network, tx.txHash!, tx.submittedAtBlock ?? 0);
     if (!inclusion) {
       if (err instanceof SubmissionRejected) {
-        await releaseNonce(app.db, tx);
+        await releaseNonce(app.db, tx, anchors.relayerAddress(tx.network));
         return fail(deps, tx, 'chain.submission_rejected', `The chain refused the transaction: ${err.message}`);
       }
       throw err;
@@ -120,9 +120,9 @@ async function signOnce({ app, anchors }: PipelineDeps, tx: TransactionRow): Pro
 }
 
 /** A refused extrinsic leaves its nonce unused: hand it back so later transactions are not stuck behind it. */
-async function releaseNonce(db: Knex, tx: TransactionRow): Promise<void> {
+async function releaseNonce(db: Knex, tx: TransactionRow, relayer: string): Promise<void> {
   if (tx.relayerNonce === null) return;
-  await db('relayer_nonces').where({ network: tx.network }).where('next_nonce', '>', tx.relayerNonce).update({ next_nonce: tx.relayerNonce });
+  await db('relayer_nonces').where({ network: tx.network, address: relayer }).where('next_nonce', '>', tx.relayerNonce).update({ next_nonce: tx.relayerNonce });
 }
 
 function explorerUrl(app: AppContext, tx: TransactionRow, inclusion: { blockNumber: number; index: number }): string {

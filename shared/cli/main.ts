@@ -8,11 +8,14 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadConfig, parseEnvFile, processEnv, type Config, type Env } from '../config';
-import { AppError } from '../errors';
+import { AppError, notFound } from '../errors';
 import { createDb } from '../db/knex';
 import { SecretBox } from '../crypto/secret-box';
-import { createOrganization, creditOrganization, setOrganizationStatus, showOrganization } from '../organizations/service';
+import { createOrganization, creditOrganization, isUuid, setOrganizationStatus, showOrganization } from '../organizations/service';
 import { mintDevToken, readDevIdpKey } from '../identity/dev-provider';
+import { createRedis } from '../redis/client';
+import { createQueues, closeQueues, type Queues } from '../queue/queues';
+import { listDeadDeliveries, retryDeadDeliveries } from '../webhooks/dead-letters';
 
 const DEV_ENV_FILE = path.resolve(__dirname, '../../.data/dev.env');
 
@@ -50,9 +53,35 @@ const COMMANDS: Record<string, Command> = {
       ttlSeconds: optionalInt(f, 'ttl'),
     });
   },
+  'webhooks dead': (config) => withDb(config, async (db) => ({ deliveries: await listDeadDeliveries(db) })),
+  'webhooks retry': (config, f) => {
+    if (Boolean(f.delivery) === Boolean(f['all-dead'])) throw usage('give exactly one of --delivery ID or --all-dead');
+    const which = f['all-dead'] ? ('all-dead' as const) : { deliveryId: required(f, 'delivery') };
+    if (which !== 'all-dead' && !isUuid(which.deliveryId)) throw notFound('Dead delivery');
+    return withDb(config, (db) =>
+      withQueues(config, async (queues) => {
+        const retried = await retryDeadDeliveries({ db, queues, webhooks: config.webhooks }, which);
+        if (which !== 'all-dead' && retried === 0) throw notFound('Dead delivery');
+        return { retried };
+      }),
+    );
+  },
+};
+
+const withQueues = async <T>(config: Config, fn: (queues: Queues) => Promise<T>): Promise<T> => {
+  const redis = createRedis(config.redis.url, 'worker', 'works-api:cli');
+  const queues = createQueues(redis, config.redis.prefix);
+  try {
+    return await fn(queues);
+  } finally {
+    await closeQueues(queues);
+    redis.disconnect();
+  }
 };
 
 const OPTIONS = {
+  delivery: { type: 'string' },
+  'all-dead': { type: 'boolean' },
   name: { type: 'string' },
   credits: { type: 'string' },
   org: { type: 'string' },

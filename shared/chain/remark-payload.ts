@@ -81,6 +81,11 @@ export function decodeAnchor(bytes: Buffer): DecodedAnchor {
   };
 }
 
+/** False for a bad signature and for bytes that are not a valid public key or signature at all. */
 export function verifyAnchorSignature(anchor: DecodedAnchor, genesisHash: Buffer): boolean {
-  return sr25519Verify(Buffer.concat([anchor.signedPrefix, genesisHash]), anchor.signature, anchor.ownerPublicKey);
+  try {
+    return sr25519Verify(Buffer.concat([anchor.signedPrefix, genesisHash]), anchor.signature, anchor.ownerPublicKey);
+  } catch {
+    return false;
+  }
 }

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { format, parseArgs } from 'node:util';
 import { loadConfig, parseEnvFile, processEnv, type Config, type Env } from '../config';
 import { AppError, notFound } from '../errors';
 import { createDb } from '../db/knex';
@@ -16,6 +16,8 @@ import { mintDevToken, readDevIdpKey } from '../identity/dev-provider';
 import { createRedis } from '../redis/client';
 import { createQueues, closeQueues, type Queues } from '../queue/queues';
 import { listDeadDeliveries, retryDeadDeliveries } from '../webhooks/dead-letters';
+import { ChainConnections } from '../chain/connections';
+import { verifyAnchors, versionIsValid } from '../chain/verify';
 
 const DEV_ENV_FILE = path.resolve(__dirname, '../../.data/dev.env');
 
@@ -53,6 +55,33 @@ const COMMANDS: Record<string, Command> = {
       ttlSeconds: optionalInt(f, 'ttl'),
     });
   },
+  verify: (config, f) => {
+    const network = required(f, 'network');
+    if (network !== 'testnet' && network !== 'mainnet') throw usage('--network must be testnet or mainnet');
+    const atsId = requiredInt(f, 'ats-id');
+    return withDb(config, async (db) => {
+      const work = await db('works').where({ network, ats_id: atsId }).first();
+      if (!work) throw notFound('Work');
+      const wallet = await db('wallets').where({ organization_id: work.organization_id, network }).first('public_key');
+      const versions = await db('work_versions').where({ work_id: work.id }).orderBy('version').select('version', 'commitment', 'block_hash', 'tx_hash');
+      const chains = new ChainConnections(config.chains.filter((c) => c.network === network));
+      try {
+        const checks = await verifyAnchors(chains, network, {
+          atsId,
+          ownerPublicKey: wallet.public_key,
+          versions: versions.map((v) => ({ version: v.version, commitment: v.commitment, blockHash: v.block_hash, txHash: v.tx_hash })),
+        });
+        const result = { network, ats_id: atsId, work_id: work.id, valid: checks.every(versionIsValid), versions: checks };
+        if (!result.valid) {
+          const failed = checks.filter((c) => !versionIsValid(c));
+          throw new AppError('verification.failed', `${failed.length} of ${checks.length} versions do not verify against the chain`, failed.map((c) => ({ path: `/versions/${c.version}`, message: JSON.stringify(c) })));
+        }
+        return result;
+      } finally {
+        await chains.close();
+      }
+    });
+  },
   'webhooks dead': (config) => withDb(config, async (db) => ({ deliveries: await listDeadDeliveries(db) })),
   'webhooks retry': (config, f) => {
     if (Boolean(f.delivery) === Boolean(f['all-dead'])) throw usage('give exactly one of --delivery ID or --all-dead');
@@ -80,6 +109,8 @@ const withQueues = async <T>(config: Config, fn: (queues: Queues) => Promise<T>)
 };
 
 const OPTIONS = {
+  network: { type: 'string' },
+  'ats-id': { type: 'string' },
   delivery: { type: 'string' },
   'all-dead': { type: 'boolean' },
   name: { type: 'string' },
@@ -123,9 +154,9 @@ export async function runCli(argv: string[]): Promise<{ code: number; stdout?: s
   const requestId = randomUUID();
   try {
     const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-    const name = positionals.slice(0, 2).join(' ');
+    const name = positionals[0] === 'verify' ? 'verify' : positionals.slice(0, 2).join(' ');
     const command = COMMANDS[name];
-    if (!command || positionals.length !== 2) throw usage(`unknown command "${positionals.join(' ')}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    if (!command || positionals.length !== name.split(' ').length) throw usage(`unknown command "${positionals.join(' ')}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
     const result = await command(loadConfig(environment()), values as Flags);
     return { code: 0, stdout: JSON.stringify(result) };
   } catch (err) {
@@ -139,6 +170,8 @@ export async function runCli(argv: string[]): Promise<{ code: number; stdout?: s
 }
 
 if (require.main === module) {
+  // stdout carries exactly one JSON object; libraries that chat on the console (@polkadot/api) go to stderr.
+  for (const method of ['log', 'info', 'debug'] as const) console[method] = (...args: unknown[]) => process.stderr.write(`${format(...args)}\n`);
   runCli(process.argv.slice(2)).then(({ code, stdout, stderr }) => {
     if (stdout) process.stdout.write(`${stdout}\n`);
     if (stderr) process.stderr.write(`${stderr}\n`);

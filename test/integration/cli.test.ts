@@ -8,6 +8,7 @@ import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { register } from '../helpers/registration';
+import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { configWith, testServices } from '../helpers/services';
 import { ensureDevIdpKey } from '../../shared/identity/dev-provider';
 import { createWebApp } from '../../web/app';
@@ -22,7 +23,8 @@ async function admin(args: string[], env: Record<string, string | undefined>) {
     return { code: 0, out: JSON.parse(stdout), err: undefined };
   } catch (e) {
     const failure = e as { code: number; stderr: string };
-    return { code: failure.code, out: undefined, err: JSON.parse(failure.stderr) };
+    // the envelope is the last line; libraries may have written notices before it
+    return { code: failure.code, out: undefined, err: JSON.parse(failure.stderr.trim().split('\n').pop()!) };
   }
 }
 
@@ -118,6 +120,53 @@ describe('operator CLI (contract §3)', function () {
       expect((await admin(['webhooks', 'retry', '--all-dead', '--delivery', deliveryId], env)).err.error.code).to.equal('common.bad_request');
     } finally {
       await receiver.stop();
+      await workers.stop();
+    }
+  });
+
+  it('verify re-reads the chain: accepts a real registration, rejects one whose remark was altered', async () => {
+    const workers = await startTestWorkers(testServices().config, ['prepare', 'chain']);
+    const api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true });
+    try {
+      const key = await createKey(app.context, await createOrg(app.context, 1000));
+      const r = await register(app.url, key.token);
+      const txId = r.confirm.body.transaction_id;
+      const tx = await eventually(async () => {
+        const row = await app.context.db('transactions').where({ id: txId }).first();
+        return row.status === 'finalized' ? row : undefined;
+      }, 'finality');
+      const ok = await admin(['verify', '--network', 'testnet', '--ats-id', String(tx.ats_id)], env);
+      expect(ok.code, JSON.stringify(ok.err)).to.equal(0);
+      expect(ok.out).to.deep.include({ network: 'testnet', ats_id: Number(tx.ats_id), valid: true });
+      expect(ok.out.versions[0]).to.deep.include({ version: 1, found: true, commitment: true, ats_id: true, version_number: true, owner: true, signature: true });
+
+      // Put an altered copy of the remark on chain (one commitment byte changed) and point the index at it.
+      const block = await api.rpc.chain.getBlock(tx.block_hash);
+      const original = block.block.extrinsics.find((x) => x.hash.toHex() === tx.tx_hash)!;
+      const altered = Buffer.from(original.method.args[0]!.toU8a(true));
+      altered[20] = altered[20]! ^ 0x01;
+      const relayer = new Keyring({ type: 'sr25519' }).addFromUri(testServices().config.chains[0]!.relayerSeed);
+      const inBlock = await new Promise<{ blockHash: string; txHash: string }>((resolve, reject) => {
+        const submitted = api.tx.system.remarkWithEvent(`0x${altered.toString('hex')}`);
+        submitted
+          .signAndSend(relayer, (result) => {
+            if (result.status.isInBlock) resolve({ blockHash: result.status.asInBlock.toHex(), txHash: submitted.hash.toHex() });
+          })
+          .catch(reject);
+      });
+      await app.context.db('work_versions').where({ transaction_id: txId }).update({
+        block_hash: inBlock.blockHash,
+        tx_hash: inBlock.txHash,
+        commitment: `0x${altered.subarray(20, 52).toString('hex')}`,
+      });
+      const refused = await admin(['verify', '--network', 'testnet', '--ats-id', String(tx.ats_id)], env);
+      expect(refused.code).to.not.equal(0);
+      expect(refused.err.error.code).to.equal('verification.failed');
+      const detail = JSON.parse(refused.err.error.details[0].message);
+      expect(detail).to.deep.include({ found: true, commitment: true, owner: true, signature: false });
+      expect((await admin(['verify', '--network', 'testnet', '--ats-id', '999999'], env)).err.error.code).to.equal('common.not_found');
+    } finally {
+      await api.disconnect();
       await workers.stop();
     }
   });

@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   'organization.inactive': 403,
   'common.forbidden': 403,
   'common.not_found': 404,
+  'common.method_not_allowed': 405,
   'common.conflict': 409,
   'common.payload_too_large': 413,
   'common.unsupported_media_type': 415,

@@ -32,6 +32,12 @@ describe('HTTP basics', () => {
     expectError(await call(app.url, 'GET', '/v1/nothing-here'), 404, 'common.not_found');
   });
 
+  it('answers a known route with the wrong method with 405 in the envelope', async () => {
+    const reply = await call(app.url, 'DELETE', '/v1/works/init');
+    expectError(reply, 405, 'common.method_not_allowed');
+    expect(reply.headers.get('allow')).to.include('POST');
+  });
+
   it('answers malformed JSON with 400 common.bad_request', async () => {
     const { token } = await createKey(app.context, await createOrg(app.context));
     const reply = await call(app.url, 'POST', '/v1/sessions', { token, raw: '{"external_user_ref": ', headers: { 'Content-Type': 'application/json' } });

@@ -24,7 +24,10 @@ export function errors(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, 'common.not_found', 404, 'No such route');
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) sendError(ctx, 'common.not_found', 404, 'No such route');
+        else if (ctx.status === 405) sendError(ctx, 'common.method_not_allowed', 405, `Allowed methods: ${ctx.response.get('Allow')}`);
+      }
     } catch (err) {
       if (err instanceof AppError) {
         for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);

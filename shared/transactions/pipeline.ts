@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AppContext } from '../context';
-import { AnchorService, SubmissionRejected, type Inclusion } from '../chain/anchors';
+import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
 import { findWallet } from '../organizations/repo';
 import { walletSeedAad } from '../organizations/service';
 import { appendLedgerEntry } from '../ledger/service';
@@ -13,6 +13,15 @@ import { enterStep, type StepName } from './steps';
 export interface PipelineDeps {
   readonly app: AppContext;
   readonly anchors: AnchorService;
+}
+
+/**
+ * Whether the signed bytes are past their mortal era, judged from the chain's height rather than the pool's
+ * message (an expired extrinsic is often reported as a bad signature).
+ */
+async function expired(anchors: AnchorService, tx: TransactionRow): Promise<boolean> {
+  if (tx.submittedAtBlock === null) return false;
+  return (await anchors.bestBlockNumber(tx.network)) >= tx.submittedAtBlock + ERA_PERIOD;
 }
 
 /** Thrown when the transaction should be tried again later (a reorg, a node away): the job retries. */
@@ -46,6 +55,13 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     // Sent before a crash, or rejected now because it is already in: look for it before giving up.
     inclusion = await anchors.find(tx.network, tx.txHash!, tx.submittedAtBlock ?? 0);
     if (!inclusion) {
+      if (err instanceof SubmissionRejected && tx.signings < 2 && (await expired(anchors, tx))) {
+        // Its mortal era ended before any block took it, so those bytes can never be included: sign afresh, once.
+        await releaseNonce(app.db, tx, anchors.relayerAddress(tx.network));
+        await updateTransaction(app.db, tx.id, { extrinsic_hex: null, tx_hash: null, relayer_nonce: null, submitted_at_block: null });
+        app.log.warn({ transaction_id: tx.id }, 'extrinsic expired unincluded; signing it again');
+        return advanceTransaction(deps, transactionId);
+      }
       if (err instanceof SubmissionRejected) {
         await releaseNonce(app.db, tx, anchors.relayerAddress(tx.network));
         return fail(deps, tx, 'chain.submission_rejected', `The chain refused the transaction: ${err.message}`);
@@ -114,6 +130,7 @@ async function signOnce({ app, anchors }: PipelineDeps, tx: TransactionRow): Pro
       tx_hash: signed.hash,
       relayer_nonce: nonce,
       submitted_at_block: signed.signedAtBlock,
+      signings: (current?.signings ?? 0) + 1,
     });
   });
   const signed = await findTransaction(app.db, tx.id);

@@ -21,6 +21,7 @@ export interface TransactionRow {
   readonly extrinsicHex: string | null;
   readonly txHash: string | null;
   readonly relayerNonce: number | null;
+  readonly signings: number;
   readonly submittedAtBlock: number | null;
   readonly blockHash: string | null;
   readonly blockNumber: number | null;
@@ -51,6 +52,7 @@ export const toTransaction = (r: Record<string, any>): TransactionRow => ({
   extrinsicHex: r.extrinsic_hex,
   txHash: r.tx_hash,
   relayerNonce: num(r.relayer_nonce),
+  signings: Number(r.signings ?? 0),
   submittedAtBlock: num(r.submitted_at_block),
   blockHash: r.block_hash,
   blockNumber: num(r.block_number),

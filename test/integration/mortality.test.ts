@@ -1,0 +1,56 @@
+import { expect } from 'chai';
+import { startApp, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { register } from '../helpers/registration';
+import { configWith, testServices } from '../helpers/services';
+import { AnchorService, ERA_PERIOD } from '../../shared/chain/anchors';
+import { advanceTransaction } from '../../shared/transactions/pipeline';
+import type { Network } from '../../shared/config';
+
+/** Fault injection: the worker dies after signing and storing the bytes, before they reach the node. */
+class DiesBeforeSending extends AnchorService {
+  override async submit(_network: Network, _hex: string): Promise<never> {
+    throw new Error('worker died before sending');
+  }
+}
+
+describe('an extrinsic that outlives its mortal era unincluded', function () {
+  this.timeout(180_000);
+  let app: TestApp;
+  let preparer: TestWorkers;
+  before(async () => {
+    const config = configWith({ REDIS_PREFIX: `mortality_${Date.now()}` }); // no chain worker listens here
+    app = await startApp(config);
+    preparer = await startTestWorkers(config, ['prepare']);
+  });
+  after(async () => {
+    await preparer.stop();
+    await app.close();
+  });
+
+  it('is signed again, once, and the work is registered and charged exactly once', async () => {
+    const org = await createOrg(app.context, 1000);
+    const key = await createKey(app.context, org);
+    const r = await register(app.url, key.token);
+    const txId = r.confirm.body.transaction_id as string;
+
+    let crash: Error | undefined;
+    await advanceTransaction({ app: app.context, anchors: new DiesBeforeSending(app.context.chains) }, txId).catch((e: Error) => (crash = e));
+    expect(crash?.message).to.equal('worker died before sending');
+    const signedOnce = await app.context.db('transactions').where({ id: txId }).first();
+    expect(signedOnce.signings).to.equal(1);
+    expect(signedOnce.extrinsic_hex).to.be.a('string');
+
+    // let the era pass without the bytes ever reaching a block
+    for (let i = 0; i <= ERA_PERIOD; i++) await testServices().embedded.chains[0]!.newBlock();
+
+    const done = await advanceTransaction({ app: app.context, anchors: new AnchorService(app.context.chains) }, txId);
+    expect(done.status).to.equal('finalized');
+    const row = await app.context.db('transactions').where({ id: txId }).first();
+    expect(row.signings).to.equal(2);
+    expect(row.tx_hash).to.not.equal(signedOnce.tx_hash);
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
+    expect((await app.context.db('credit_ledger').where({ organization_id: org, reference: txId })).map((e) => e.kind)).to.deep.equal(['debit']);
+  });
+});

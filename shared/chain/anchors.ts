@@ -1,7 +1,7 @@
 import { Keyring } from '@polkadot/keyring';
 import type { ApiPromise } from '@polkadot/api';
 import type { KeyringPair } from '@polkadot/keyring/types';
-import type { ChainNetworkConfig, Network } from '../config';
+import type { Network } from '../config';
 import type { ChainConnections } from './connections';
 import { encodeSignedAnchor, type AnchorFields } from './remark-payload';
 
@@ -238,4 +238,3 @@ function expectedBlockTimeMs(api: ApiPromise): number {
   return period ? period * 2 : 12_000;
 }
 
-export type { ChainNetworkConfig };

@@ -1,6 +1,5 @@
 import { withProcessEnv } from '../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
-import { relayerAddress } from '../chain/keys';
 
 export interface ChainHandle {
   readonly wsUrl: string;
@@ -53,7 +52,6 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   };
 }
 
-export { relayerAddress };
 
 type Chopsticks = typeof import('@acala-network/chopsticks');
 

@@ -5,7 +5,8 @@ import type { Env } from '../config';
 import { ensurePostgres, createDatabaseIfMissing } from './postgres';
 import { ensureRedis } from './redis';
 import { startS3rver } from './s3';
-import { startLocalChain, relayerAddress } from './chain';
+import { startLocalChain } from './chain';
+import { relayerAddress } from '../chain/keys';
 import { ensureDevIdpKey } from '../identity/dev-provider';
 
 export interface EmbeddedOptions {

@@ -1,9 +1,9 @@
-import type { Config, QueueName } from '../../shared/config';
+import type { Config, Env, QueueName } from '../../shared/config';
 import { createContext, closeContext } from '../../shared/context';
 import { startWorkers } from '../../jobs/workers';
 import { PROCESSORS } from '../../jobs/registry';
 import { startApp, testLogger, whenConnected } from './app';
-import { testServices } from './services';
+import { configWith, testServices } from './services';
 
 export interface TestWorkers {
   stop(): Promise<void>;
@@ -26,14 +26,22 @@ export async function startTestWorkers(config: Config = testServices().config, q
 export interface TestStack {
   readonly app: import('./app').TestApp;
   readonly workers: TestWorkers;
+  readonly config: Config;
+}
+
+export interface StackOptions {
+  /** Variables that differ from the run's configuration (a Redis prefix of the block's own, say). */
+  readonly env?: Env;
+  readonly queues?: QueueName[];
 }
 
 /** Registers before/after hooks that run a web app and workers for the enclosing describe block. */
-export function useStack(): TestStack {
-  const stack = {} as { app: import('./app').TestApp; workers: TestWorkers };
+export function useStack(options: StackOptions = {}): TestStack {
+  const stack = {} as { app: import('./app').TestApp; workers: TestWorkers; config: Config };
   before(async () => {
-    stack.app = await startApp();
-    stack.workers = await startTestWorkers();
+    stack.config = options.env ? configWith(options.env) : testServices().config;
+    stack.app = await startApp(stack.config);
+    stack.workers = await startTestWorkers(stack.config, options.queues);
   });
   after(async () => {
     await stack.workers.stop();

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { startApp, type TestApp } from '../helpers/app';
+import type { TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
-import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { useStack } from '../helpers/workers';
 import { register } from '../helpers/registration';
-import { configWith, testServices } from '../helpers/services';
+import { testServices } from '../helpers/services';
 import { AnchorService, ERA_PERIOD } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import type { Network } from '../../shared/config';
@@ -17,17 +17,9 @@ class DiesBeforeSending extends AnchorService {
 
 describe('an extrinsic that outlives its mortal era unincluded', function () {
   this.timeout(180_000);
+  const stack = useStack({ env: { REDIS_PREFIX: `mortality_${Date.now()}` }, queues: ['prepare'] }); // no chain worker listens here
   let app: TestApp;
-  let preparer: TestWorkers;
-  before(async () => {
-    const config = configWith({ REDIS_PREFIX: `mortality_${Date.now()}` }); // no chain worker listens here
-    app = await startApp(config);
-    preparer = await startTestWorkers(config, ['prepare']);
-  });
-  after(async () => {
-    await preparer.stop();
-    await app.close();
-  });
+  before(() => (app = stack.app));
 
   it('is signed again, once, and the work is registered and charged exactly once', async () => {
     const org = await createOrg(app.context, 1000);

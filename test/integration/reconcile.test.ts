@@ -1,27 +1,19 @@
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
-import { startApp, type TestApp } from '../helpers/app';
+import type { TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
-import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { startTestWorkers, useStack, type TestStack } from '../helpers/workers';
 import { register } from '../helpers/registration';
-import { configWith } from '../helpers/services';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
 import { bullPrefix } from '../../shared/queue/queues';
 
 describe('reconciler', function () {
   this.timeout(120_000);
+  // a Redis prefix of its own and no chain worker: confirmed transactions wait for the test
+  const stack = useStack({ env: { REDIS_PREFIX: `reconcile_${Date.now()}` }, queues: ['prepare'] });
   let app: TestApp;
-  let preparer: TestWorkers;
-  let config: ReturnType<typeof configWith>;
-  before(async () => {
-    config = configWith({ REDIS_PREFIX: `reconcile_${Date.now()}` });
-    app = await startApp(config);
-    preparer = await startTestWorkers(config, ['prepare']);
-  });
-  after(async () => {
-    await preparer.stop();
-    await app.close();
-  });
+  let config: TestStack['config'];
+  before(() => ({ app, config } = stack));
 
   it('re-enqueues a confirmed transaction whose job was lost, which then finalizes exactly once', async () => {
     const org = await createOrg(app.context, 1000);

@@ -2,6 +2,7 @@ import type { ProcessorRegistry } from './workers';
 import { prepareProcessor } from './prepare/processor';
 import { chainProcessor } from './chain/processor';
 import { webhooksProcessor } from './webhooks/processor';
+import { webhooksDeadProcessor } from './webhooks-dead/processor';
 import { maintenanceProcessor } from './maintenance/processor';
 
 /** The processor of each queue. A queue appears here once its processor exists. */
@@ -9,5 +10,6 @@ export const PROCESSORS: ProcessorRegistry = {
   prepare: prepareProcessor,
   chain: chainProcessor,
   webhooks: webhooksProcessor,
+  'webhooks-dead': webhooksDeadProcessor,
   maintenance: maintenanceProcessor,
 };

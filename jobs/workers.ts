@@ -25,8 +25,12 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
     const worker = new Worker(name, factory(ctx), {
       connection,
       prefix: bullPrefix(ctx.config.redis.prefix),
-      concurrency: Math.min(QUEUE_DEFINITIONS[name].concurrency, ctx.config.workers.concurrency * 4),
+      // Deliveries mostly wait on partners' endpoints, so they get a limit of their own (WEBHOOK_CONCURRENCY).
+      concurrency: name === 'webhooks' ? ctx.config.webhooks.concurrency : Math.min(QUEUE_DEFINITIONS[name].concurrency, ctx.config.workers.concurrency * 4),
       autorun: true,
+      // a dead worker's job is found stalled and run again by another within about a lock period
+      lockDuration: ctx.config.workers.lockMs,
+      stalledInterval: ctx.config.workers.lockMs,
       settings: { backoffStrategy: webhookBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });

@@ -5,7 +5,7 @@
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
 
-export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'maintenance'] as const;
+export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'maintenance'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export type Env = Record<string, string | undefined>;
@@ -41,7 +41,12 @@ export interface Config {
     /** Development only: the embedded provider's private JWK file; enables its JWKS route. */
     readonly devKeyFile: string | undefined;
   };
-  readonly workers: { readonly queues: readonly QueueName[]; readonly concurrency: number };
+  readonly workers: {
+    readonly queues: readonly QueueName[];
+    readonly concurrency: number;
+    /** A job's lock; a worker that dies silently (SIGKILL, lost host) has its jobs taken over after this. */
+    readonly lockMs: number;
+  };
   readonly sessions: { readonly ttlSeconds: number };
   readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
   readonly webhooks: {
@@ -49,6 +54,19 @@ export interface Config {
     /** Seconds to wait before each retry (contract §7). */
     readonly retrySchedule: readonly number[];
     readonly timeoutMs: number;
+    /** Deliver to private, loopback, link-local… addresses (development and tests only): no SSRF check. */
+    readonly allowPrivate: boolean;
+    /** Deliveries in flight at once per worker process. */
+    readonly concurrency: number;
+    /** Days a delivery attempt is kept before the maintenance job prunes it (at least 30). */
+    readonly attemptRetentionDays: number;
+  };
+  /** Who may open Bull Board at /admin/queues besides an admin-role JWT. */
+  readonly operators: {
+    /** HTTP Basic credential (`OPERATOR_CREDENTIAL=user:password`); undefined = admin JWTs only. */
+    readonly credential: { readonly username: string; readonly password: string } | undefined;
+    /** When not empty, only admin JWTs whose org_id is listed here open Bull Board. */
+    readonly orgIds: readonly string[];
   };
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
   readonly pricing: {
@@ -63,6 +81,8 @@ export interface Config {
   readonly uploads: { readonly maxBytes: number };
   /** How long the web waits for a prepare job before answering 503. */
   readonly prepareTimeoutMs: number;
+  /** Most calls one relayer batch carries (further bounded by the runtime's weight and length limits). */
+  readonly chainBatchMax: number;
   /** The reconciler: how often it runs, and how long a transaction must sit untouched to count as stuck. */
   readonly reconcile: { readonly everyMs: number; readonly idleSeconds: number };
 }
@@ -173,7 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
       jwksUrl: read.required('OIDC_JWKS_URL') ?? '',
       devKeyFile: read.optional('DEV_IDP_KEY_FILE'),
     },
-    workers: { queues, concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000) },
+    workers: { queues, concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000), lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000) },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
     ttl: {
       uploadSeconds: read.int('UPLOAD_TTL_SECONDS', 600, 1, 600),
@@ -184,7 +204,11 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttp: read.bool('ALLOW_HTTP_WEBHOOKS', nodeEnv !== 'production'),
       retrySchedule: read.intList('WEBHOOK_RETRY_SCHEDULE', [1, 5, 30, 120, 600, 1800], 0, 86400),
       timeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 30_000, 100, 30_000),
+      allowPrivate: read.bool('WEBHOOK_ALLOW_PRIVATE', false),
+      concurrency: read.int('WEBHOOK_CONCURRENCY', 32, 1, 1000),
+      attemptRetentionDays: read.int('WEBHOOK_ATTEMPT_RETENTION_DAYS', 30, 30, 3650),
     },
+    operators: { credential: operatorCredential(read, nodeEnv, problems), orgIds: read.list('OPERATOR_ORG_IDS') },
     rateLimit: { perSecond: read.int('RATE_LIMIT_PER_SECOND', 20, 1, 100_000), burst: read.int('RATE_LIMIT_BURST', 100, 1, 1_000_000) },
     pricing: {
       creditsPerToken: read.int('CREDITS_PER_TOKEN', 100, 1, 1e12),
@@ -196,12 +220,26 @@ export function loadConfig(env: Env = process.env): Config {
     },
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
+    chainBatchMax: read.int('CHAIN_BATCH_MAX', 100, 1, 1000),
     reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
+  if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');
 
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** `user:password`; in production the password must be long enough not to be guessed. */
+function operatorCredential(read: EnvReader, nodeEnv: Config['env'], problems: string[]): Config['operators']['credential'] {
+  const raw = read.optional('OPERATOR_CREDENTIAL');
+  if (raw === undefined) return undefined;
+  const colon = raw.indexOf(':');
+  const username = colon > 0 ? raw.slice(0, colon) : '';
+  const password = colon > 0 ? raw.slice(colon + 1) : '';
+  if (!username || !password) problems.push('OPERATOR_CREDENTIAL must be user:password');
+  else if (nodeEnv === 'production' && password.length < 16) problems.push('OPERATOR_CREDENTIAL password must be at least 16 characters in production');
+  return { username, password };
 }
 
 class EnvReader {
@@ -238,6 +276,10 @@ class EnvReader {
       return fallback;
     }
     return values;
+  }
+
+  list(name: string): string[] {
+    return (this.optional(name) ?? '').split(',').map((v) => v.trim()).filter(Boolean);
   }
 
   bool(name: string, fallback: boolean): boolean {

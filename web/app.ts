@@ -13,6 +13,7 @@ import { sessionsRouter } from './routes/sessions/router';
 import { devIdpRouter } from './routes/dev-idp/router';
 import { worksRouter } from './routes/works/router';
 import { transactionsRouter } from './routes/transactions/router';
+import { queuesBoard } from './routes/queues-board/board';
 
 export interface WebAppOptions {
   /** Overrides the JWKS-backed administrator verifier (tests with a local key set). */
@@ -36,6 +37,7 @@ export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa 
     await next();
   });
   koa.use(jsonBody(app.config.http.bodyLimitBytes));
+  koa.use(queuesBoard(app, verifyAdmin));
 
   const routers = [healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), transactionsRouter(app)];
   if (app.config.identity.devKeyFile) routers.push(devIdpRouter(app.config.identity.devKeyFile));

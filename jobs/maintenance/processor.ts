@@ -1,16 +1,22 @@
 import type { Processor } from 'bullmq';
 import type { AppContext } from '../../shared/context';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
+import { pruneWebhookAttempts } from '../../shared/webhooks/attempts';
 
 export const RECONCILE_JOB = 'reconcile-transactions';
+export const PRUNE_WEBHOOK_ATTEMPTS_JOB = 'prune-webhook-attempts';
+/** Attempts expire by the day; an hourly pass keeps each deletion small. */
+const PRUNE_EVERY_MS = 3600_000;
 
 /** Repeatable housekeeping (scheduled by the worker entry point). */
 export const maintenanceProcessor = (app: AppContext): Processor => async (job) => {
   if (job.name === RECONCILE_JOB) return { requeued: (await reconcileTransactions(app, { idleSeconds: app.config.reconcile.idleSeconds })).length };
+  if (job.name === PRUNE_WEBHOOK_ATTEMPTS_JOB) return { deleted: await pruneWebhookAttempts(app.db, app.config.webhooks.attemptRetentionDays) };
   throw new Error(`unknown maintenance job ${job.name}`);
 };
 
-/** Schedules the reconciler once per deployment (BullMQ keeps one schedule per id, however many workers call it). */
+/** Schedules the housekeeping once per deployment (BullMQ keeps one schedule per id, however many workers call it). */
 export async function scheduleMaintenance(app: AppContext): Promise<void> {
   await app.queues.maintenance.upsertJobScheduler(RECONCILE_JOB, { every: app.config.reconcile.everyMs }, { name: RECONCILE_JOB });
+  await app.queues.maintenance.upsertJobScheduler(PRUNE_WEBHOOK_ATTEMPTS_JOB, { every: PRUNE_EVERY_MS }, { name: PRUNE_WEBHOOK_ATTEMPTS_JOB });
 }

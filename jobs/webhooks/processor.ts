@@ -1,23 +1,60 @@
 import { UnrecoverableError, type Processor } from 'bullmq';
 import type { AppContext } from '../../shared/context';
-import { attemptDelivery, markDead } from '../../shared/webhooks/delivery';
+import { attemptDelivery, loadDelivery } from '../../shared/webhooks/delivery';
+import { addDeadLetter, reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
+
+/** A retryable attempt failed; `delayMs` (the schedule, lengthened by a Retry-After) is read by the backoff. */
+export class RetryDelivery extends Error {
+  override readonly name = 'RetryDelivery';
+  constructor(message: string, readonly delayMs: number) {
+    super(message);
+  }
+}
 
 /**
- * One attempt per job run. Retryable outcomes throw, and BullMQ waits the configured schedule (see
- * webhookBackoff); a permanent failure or the last attempt moves the delivery to the dead letters.
+ * One attempt per job run. A retryable outcome throws RetryDelivery and BullMQ waits the delay it carries;
+ * a permanent failure or the last run marks the delivery dead (with the attempt, in one SQL transaction) and
+ * puts it in the `webhooks-dead` queue.
  */
 export const webhooksProcessor = (app: AppContext): Processor => async (job) => {
   const deliveryId = job.data.deliveryId as string;
-  const outcome = await attemptDelivery(app, deliveryId);
-  if (outcome.kind === 'delivered') return { delivered: true, status: outcome.statusCode };
-  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  if (outcome.kind === 'permanent' || lastAttempt) {
-    await markDead(app, deliveryId);
-    throw new UnrecoverableError(`delivery ${deliveryId} dead: ${outcome.statusCode ?? outcome.error}`);
+  const delivery = await loadDelivery(app.db, deliveryId);
+  if (!delivery) return { skipped: 'unknown delivery' };
+  if (delivery.status === 'delivered') return { skipped: 'already delivered' };
+  if (delivery.status === 'dead') {
+    // Only an operator runs a finished job again (Bull Board's retry): the same as retrying the dead letter.
+    // (A worker lost between marking the delivery dead and failing the job would also land here, once the
+    // job stalls: the delivery is then sent again, which receivers absorb by its delivery id.)
+    return { requeued_as: await reviveDeadDelivery({ db: app.db, queues: app.queues, webhooks: app.config.webhooks }, deliveryId) };
   }
-  throw new Error(`delivery attempt failed: ${outcome.statusCode ?? outcome.error}`);
+  const current = delivery.currentJobId ?? delivery.id;
+  if (job.id !== current) return { skipped: `superseded by job ${current}` };
+
+  const decision = await attemptDelivery(app, delivery, {
+    retryIndex: job.attemptsMade,
+    final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+  });
+  switch (decision.kind) {
+    case 'delivered':
+      return { delivered: true, attempt: decision.attempt, status_code: decision.statusCode };
+    case 'retry':
+      throw new RetryDelivery(`attempt ${decision.attempt} failed (${decision.reason}); next in ${decision.delayMs / 1000} s`, decision.delayMs);
+    case 'dead': {
+      // Never let this job run again on its own: a rerun of a dead delivery's job counts as an operator's retry.
+      const parked = await addDeadLetter(app.queues, deliveryId).then(
+        () => 'dead-lettered to webhooks-dead',
+        (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,
+      );
+      throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${parked}`);
+    }
+  }
 };
 
-/** Waits of the retry schedule (contract §7), in ms, for the attempt that just failed. */
-export const webhookBackoff = (schedule: readonly number[]) => (attemptsMade: number) =>
-  (schedule[Math.min(attemptsMade - 1, schedule.length - 1)] ?? 0) * 1000;
+/**
+ * The `schedule` backoff: the delay the failed run asked for, else the step of the retry schedule (contract
+ * §7) for the attempt that just failed. Set on every worker; only delivery jobs use the `schedule` type.
+ */
+export const webhookBackoff = (schedule: readonly number[]) => (attemptsMade: number, _type?: string, err?: Error) => {
+  if (err instanceof RetryDelivery) return err.delayMs;
+  return (schedule[Math.min(attemptsMade - 1, schedule.length - 1)] ?? 0) * 1000;
+};

@@ -1,19 +1,21 @@
 import { Keyring } from '@polkadot/keyring';
 import type { ApiPromise } from '@polkadot/api';
+import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import type { Network } from '../config';
 import type { ChainConnections } from './connections';
-import { encodeSignedAnchor, type AnchorFields } from './remark-payload';
+import { chooseDialect, type AnchorRequest, type ItemAssignment, type ItemEvent } from './dialect';
+
+export type { AnchorRequest } from './dialect';
 
 /** Blocks an extrinsic stays valid for (mortal era). */
 export const ERA_PERIOD = 64;
 
-export interface AnchorRequest extends Omit<AnchorFields, 'ownerPublicKey'> {
-  readonly ownerSeed: Buffer;
-}
+/** Share of the runtime's per-extrinsic weight and block length one batch may take. */
+const BATCH_SHARE = 0.75;
 
 export interface AnchorQuote {
-  /** Fee the relayer pays for the exact call, in planck. */
+  /** Fee the relayer pays for the exact call (a batch of this one item), in planck. */
   readonly feePlanck: bigint;
   readonly decimals: number;
   /** Seconds an extrinsic signed now stays valid. */
@@ -21,11 +23,18 @@ export interface AnchorQuote {
   readonly dryRun: { ok: true } | { ok: false; reason: string };
 }
 
-export interface SignedAnchor {
+export interface SignedBatch {
   readonly hex: string;
   readonly hash: string;
   readonly nonce: number;
   readonly signedAtBlock: number;
+}
+
+/** How one item of a batch went: ran and succeeded, failed alone, or never ran (a plain batch stopped early). */
+export interface ItemOutcome {
+  readonly status: 'ok' | 'failed' | 'not_run';
+  readonly error?: string;
+  readonly assignment: ItemAssignment;
 }
 
 export interface Inclusion {
@@ -34,9 +43,14 @@ export interface Inclusion {
   readonly index: number;
   readonly success: boolean;
   readonly error?: string;
+  /** Per item, in batch order, read from the item's own events. */
+  readonly items: readonly ItemOutcome[];
 }
 
-/** Chain-facing operations of the `remark` dialect; every result is plain data. */
+/**
+ * Chain-facing operations; every result is plain data. The relayer submits every anchor inside a
+ * `utility.forceBatch` (or, on runtimes without it, `utility.batch`, whose stopped items are sent again).
+ */
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
 
@@ -60,17 +74,22 @@ export class AnchorService {
     return pair;
   }
 
-  private async call(api: ApiPromise, request: AnchorRequest) {
-    const payload = encodeSignedAnchor(request, request.ownerSeed, Buffer.from(api.genesisHash.toU8a()));
-    // hex, so the bytes are taken as the remark itself rather than as SCALE-encoded Bytes
-    return api.tx.system.remarkWithEvent(`0x${payload.toString('hex')}`);
+  /** The encoded call of one anchor, in the dialect of the connected runtime, owner signature inside. */
+  async buildCall(network: Network, request: AnchorRequest): Promise<string> {
+    const api = await this.chains.api(network);
+    return (await chooseDialect(api).buildCall(api, request, this.relayerAddress(network))).method.toHex();
   }
 
-  /** The fee of the exact call the relayer will submit, and a dry run of it signed as it would be. */
+  private batch(api: ApiPromise, callHexes: readonly string[]): SubmittableExtrinsic<'promise'> {
+    const calls = callHexes.map((hex) => api.createType('Call', hex));
+    return api.tx.utility.forceBatch ? api.tx.utility.forceBatch(calls) : api.tx.utility.batch(calls);
+  }
+
+  /** The fee of the exact extrinsic the relayer will submit for this anchor, and a dry run of it signed. */
   async quote(network: Network, request: AnchorRequest): Promise<AnchorQuote> {
     const api = await this.chains.api(network);
     const relayer = this.relayer(network);
-    const tx = await this.call(api, request);
+    const tx = this.batch(api, [await this.buildCall(network, request)]);
     const info = await tx.paymentInfo(relayer);
     const nonce = (await api.rpc.system.accountNextIndex(relayer.address)).toNumber();
     const signed = await tx.signAsync(relayer, { nonce, era: ERA_PERIOD });
@@ -96,12 +115,31 @@ export class AnchorService {
     return (await api.rpc.system.accountNextIndex(this.relayer(network).address)).toNumber();
   }
 
-  /** Signs the relayer's extrinsic with the given nonce and a mortal era; nothing is sent. */
-  async sign(network: Network, request: AnchorRequest, nonce: number): Promise<SignedAnchor> {
+  /**
+   * How many of these calls, taken in order, one batch can carry: bounded by the utility pallet's call
+   * limit and by a share of the runtime's per-extrinsic weight and block length, and by `max`.
+   */
+  async fitBatch(network: Network, callHexes: readonly string[], max: number): Promise<number> {
     const api = await this.chains.api(network);
-    const tx = await this.call(api, request);
+    const consts = api.consts as unknown as Record<string, Record<string, any> | undefined>;
+    const callsLimit = Number(consts.utility?.batchedCallsLimit?.toString() ?? max);
+    const maxWeight = refTime(consts.system!.blockWeights!.perClass.normal.maxExtrinsic.unwrapOr(consts.system!.blockWeights!.maxBlock)) * BATCH_SHARE;
+    const maxLength = Number(consts.system!.blockLength!.max.normal.toString()) * BATCH_SHARE;
+    let count = Math.min(callHexes.length, max, callsLimit);
+    while (count > 1) {
+      const tx = this.batch(api, callHexes.slice(0, count));
+      const info = await tx.paymentInfo(this.relayer(network));
+      if (refTime(info.weight) <= maxWeight && tx.encodedLength <= maxLength) break;
+      count = Math.floor(count / 2);
+    }
+    return count;
+  }
+
+  /** Signs the relayer's batch of these calls with the given nonce and a mortal era; nothing is sent. */
+  async signBatch(network: Network, callHexes: readonly string[], nonce: number): Promise<SignedBatch> {
+    const api = await this.chains.api(network);
     const header = await api.rpc.chain.getHeader();
-    const signed = await tx.signAsync(this.relayer(network), { nonce, era: ERA_PERIOD });
+    const signed = await this.batch(api, callHexes).signAsync(this.relayer(network), { nonce, era: ERA_PERIOD });
     return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: header.number.toNumber() };
   }
 
@@ -142,25 +180,44 @@ export class AnchorService {
     });
   }
 
-  /** Where an extrinsic landed and how it went, read from the block's events. */
+  /** Where an extrinsic landed and how it and each of its batch items went, read from the block's events. */
   async outcome(network: Network, blockHash: string, extrinsicHash: string): Promise<Inclusion | undefined> {
     const api = await this.chains.api(network);
     const block = await api.rpc.chain.getBlock(blockHash);
     const index = block.block.extrinsics.findIndex((x) => x.hash.toHex() === extrinsicHash);
     if (index < 0) return undefined;
+    const extrinsic = block.block.extrinsics[index]!;
+    const itemCount = isBatch(extrinsic.method) ? (extrinsic.method.args[0] as unknown as unknown[]).length : 1;
     const at = await api.at(blockHash);
-    const events = (await at.query.system.events()) as unknown as {
+    const records = (await at.query.system.events()) as unknown as {
       phase: { isApplyExtrinsic: boolean; asApplyExtrinsic: { toNumber(): number } };
-      event: { section: string; method: string; data: unknown[] };
+      event: { section: string; method: string; data: { toJSON(): unknown } & unknown[] };
     }[];
+    const events = records.filter((r) => r.phase.isApplyExtrinsic && r.phase.asApplyExtrinsic.toNumber() === index).map((r) => r.event);
+    const dialect = chooseDialect(api);
     let success = false;
     let error: string | undefined;
-    for (const { phase, event } of events) {
-      if (!phase.isApplyExtrinsic || phase.asApplyExtrinsic.toNumber() !== index || event.section !== 'system') continue;
-      if (event.method === 'ExtrinsicSuccess') success = true;
-      if (event.method === 'ExtrinsicFailed') error = describeDispatchError(api, event.data[0] as DispatchErrorLike);
+    const items: ItemOutcome[] = [];
+    let pending: ItemEvent[] = [];
+    for (const event of events) {
+      const name = `${event.section}.${event.method}`;
+      if (name === 'system.ExtrinsicSuccess') success = true;
+      else if (name === 'system.ExtrinsicFailed') error = describeDispatchError(api, event.data[0] as DispatchErrorLike);
+      else if (name === 'utility.ItemCompleted') {
+        items.push({ status: 'ok', assignment: dialect.readAssignment(pending) });
+        pending = [];
+      } else if (name === 'utility.ItemFailed') {
+        items.push({ status: 'failed', error: describeDispatchError(api, event.data[0] as DispatchErrorLike), assignment: {} });
+        pending = [];
+      } else if (name === 'utility.BatchInterrupted') {
+        // a plain batch stops at its first failure: that item failed, the ones after it never ran
+        items.push({ status: 'failed', error: describeDispatchError(api, event.data[1] as DispatchErrorLike), assignment: {} });
+        pending = [];
+      } else pending.push({ section: event.section, method: event.method, data: event.data.toJSON() });
     }
-    return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error };
+    if (!success) items.length = 0; // nothing of a failed extrinsic stands
+    while (items.length < itemCount) items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
+    return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items };
   }
 
   /** Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record). */
@@ -228,6 +285,18 @@ function describeDispatchError(api: ApiPromise, error: DispatchErrorLike): strin
     return `${meta.section}.${meta.name}`;
   }
   return error.type ?? error.toString();
+}
+
+function isBatch(method: { section: string; method: string }): boolean {
+  return method.section === 'utility' && (method.method === 'batch' || method.method === 'forceBatch' || method.method === 'batchAll');
+}
+
+/** Weight as a number of ref-time units, from a v1 (plain) or v2 ({ refTime, proofSize }) weight. */
+function refTime(weight: { toJSON(): unknown } | unknown): number {
+  const json = (weight as { toJSON?: () => unknown }).toJSON?.() ?? weight;
+  if (typeof json === 'number' || typeof json === 'string') return Number(json);
+  const v2 = json as { refTime?: number | string; ref_time?: number | string };
+  return Number(v2.refTime ?? v2.ref_time ?? 0);
 }
 
 function expectedBlockTimeMs(api: ApiPromise): number {

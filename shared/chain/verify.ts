@@ -39,12 +39,21 @@ export async function verifyAnchors(
     const base = { version: v.version, block_hash: v.blockHash, tx_hash: v.txHash };
     const block = await api.rpc.chain.getBlock(v.blockHash).catch(() => undefined);
     const extrinsic = block?.block.extrinsics.find((x) => x.hash.toHex() === v.txHash);
-    if (!extrinsic || `${extrinsic.method.section}.${extrinsic.method.method}` !== 'system.remarkWithEvent') {
-      checks.push({ ...base, found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false, problem: 'extrinsic not found in its block' });
+    const remarks = extrinsic ? remarksOf(extrinsic.method as unknown as CallLike) : [];
+    if (!remarks.length) {
+      checks.push({ ...base, found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false, problem: 'no remark found in its extrinsic' });
       continue;
     }
     try {
-      const anchor = decodeAnchor(Buffer.from(extrinsic.method.args[0]!.toU8a(true)));
+      // A batch carries many anchors: this version's is the one naming its ats_id and version.
+      const anchors = remarks.flatMap((bytes) => {
+        try {
+          return [decodeAnchor(bytes)];
+        } catch {
+          return [];
+        }
+      });
+      const anchor = anchors.find((a) => Number(a.atsId) === expected.atsId && a.version === v.version) ?? anchors[0] ?? decodeAnchor(remarks[0]!);
       checks.push({
         ...base,
         found: true,
@@ -59,6 +68,21 @@ export async function verifyAnchors(
     }
   }
   return checks;
+}
+
+export interface CallLike {
+  readonly section: string;
+  readonly method: string;
+  readonly args: readonly { toU8a(bare?: boolean): Uint8Array }[];
+}
+
+/** The remark bytes of a `system.remarkWithEvent` call, or of each such call inside a `utility` batch. */
+export function remarksOf(call: CallLike): Buffer[] {
+  if (call.section === 'system' && (call.method === 'remarkWithEvent' || call.method === 'remark')) return [Buffer.from(call.args[0]!.toU8a(true))];
+  if (call.section === 'utility' && ['batch', 'batchAll', 'forceBatch'].includes(call.method)) {
+    return (call.args[0] as unknown as CallLike[]).flatMap(remarksOf);
+  }
+  return [];
 }
 
 export const versionIsValid = (c: VersionCheck) => c.found && c.commitment && c.ats_id && c.version_number && c.owner && c.signature;

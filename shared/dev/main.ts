@@ -26,8 +26,10 @@ async function main(): Promise<void> {
     webBaseUrl: `http://127.0.0.1:${dev.port}`,
     onStep: say,
   });
-  const merged: Env = { NODE_ENV: 'development', ...embedded.env, ...env };
-  await fs.writeFile(DEV_ENV_FILE, Object.entries(embedded.env).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+  // Receivers on this machine or its network are normal in development: no SSRF refusal (WEBHOOK_ALLOW_PRIVATE).
+  const devEnv: Env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...embedded.env };
+  const merged: Env = { NODE_ENV: 'development', ...devEnv, ...env };
+  await fs.writeFile(DEV_ENV_FILE, Object.entries(devEnv).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
 
   let stopping = false;
   const stops: (() => Promise<void>)[] = [embedded.stop];

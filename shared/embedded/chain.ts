@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { withProcessEnv } from '../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
 
@@ -14,6 +15,9 @@ export interface LocalChainOptions {
   /** 'instant' builds a block per submitted extrinsic; a number builds one every that many ms. */
   readonly blocks: 'instant' | number;
   readonly port?: number;
+  /** A SQLite file keeping the chain's blocks, so a restart with `resume` continues from its last block. */
+  readonly db?: string;
+  readonly resume?: boolean;
 }
 
 const ENDOWMENT = '1000000000000000000'; // 10^18 planck: ample for any local run
@@ -28,7 +32,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   const context = await chopsticks.setupWithServer({
     genesis: spec as never,
     host: '127.0.0.1',
-    port: options.port ?? 0,
+    port: 0,
+    ...(options.db ? { db: options.db, resume: options.resume ?? false } : {}),
     'build-block-mode': options.blocks === 'instant' ? chopsticks.BuildBlockMode.Instant : chopsticks.BuildBlockMode.Manual,
     'import-storage': {
       System: { Account: options.endow.map((address) => [[address], { providers: 1, data: { free: ENDOWMENT } }]) },
@@ -39,16 +44,54 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   const newBlock = () => (building = building.then(() => context.chain.newBlock()).catch(() => undefined)).then(() => undefined);
   const timer = typeof options.blocks === 'number' ? setInterval(() => void newBlock(), options.blocks) : undefined;
 
+  const front = await frontDoor(context.addr, options.port ?? 0);
+
+  let stopped: Promise<void> | undefined;
   return {
-    wsUrl: `ws://${context.addr}`,
+    wsUrl: `ws://127.0.0.1:${front.port}`,
     newBlock,
-    async stop() {
-      if (timer) clearInterval(timer);
-      await building;
-      await context.close();
-      // chopsticks keeps its wasm executor in a worker thread; without this the process never exits.
-      await chopsticks.destroyWorker();
+    stop() {
+      stopped ??= (async () => {
+        if (timer) clearInterval(timer);
+        await front.close();
+        await building;
+        await context.close();
+        // chopsticks keeps its wasm executor in a worker thread; without this the process never exits.
+        await chopsticks.destroyWorker();
+      })();
+      return stopped;
     },
+  };
+}
+
+/**
+ * A TCP relay in front of chopsticks' server. chopsticks' close() leaves open WebSocket connections
+ * answering; closing the relay drops every connection at once, as a node that goes away does.
+ */
+async function frontDoor(target: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const [host, targetPort] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, host);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
 

@@ -32,6 +32,12 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     defaultJobOptions: { attempts: 1, ...keep },
     concurrency: 32,
   },
+  'webhooks-dead': {
+    description: 'Dead-lettered webhook deliveries (job id = delivery id): retry one to deliver it again with the full schedule',
+    // A dead letter waits in `failed` until retried; the retry re-enqueues the delivery and leaves this queue.
+    defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 30 * 24 * 3600 } },
+    concurrency: 4,
+  },
   maintenance: {
     description: 'Repeatable housekeeping: reconciling unfinished work, pruning old records',
     defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, ...keep },

@@ -18,11 +18,14 @@ export interface TransactionRow {
   readonly version: number | null;
   readonly workId: string | null;
   readonly externalUserRef: string | null;
-  readonly extrinsicHex: string | null;
+  /** This transaction's own call (owner signature inside), set before any batch carries it. */
+  readonly callHex: string | null;
+  /** The relayer extrinsic (batch) that carries the call, and the call's place in it. */
+  readonly submissionId: string | null;
+  readonly batchIndex: number | null;
   readonly txHash: string | null;
-  readonly relayerNonce: number | null;
+  /** How many relayer extrinsics have carried the call (an expired one is replaced once). */
   readonly signings: number;
-  readonly submittedAtBlock: number | null;
   readonly blockHash: string | null;
   readonly blockNumber: number | null;
   readonly extrinsicIndex: number | null;
@@ -49,11 +52,11 @@ export const toTransaction = (r: Record<string, any>): TransactionRow => ({
   version: num(r.version),
   workId: r.work_id,
   externalUserRef: r.external_user_ref,
-  extrinsicHex: r.extrinsic_hex,
+  callHex: r.call_hex,
+  submissionId: r.submission_id,
+  batchIndex: num(r.batch_index),
   txHash: r.tx_hash,
-  relayerNonce: num(r.relayer_nonce),
   signings: Number(r.signings ?? 0),
-  submittedAtBlock: num(r.submitted_at_block),
   blockHash: r.block_hash,
   blockNumber: num(r.block_number),
   extrinsicIndex: num(r.extrinsic_index),

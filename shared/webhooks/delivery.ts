@@ -1,100 +1,199 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Knex } from 'knex';
 import type { AppContext } from '../context';
 import { webhookSecretAad } from '../api-keys/service';
 import { accessCodeAad } from './service';
 import { signWebhook } from './signature';
+import { pinnedLookup, RefusedDestination, vetDestination, type VettedDestination } from './destination';
+import { parseRetryAfter, retryDelaySeconds } from './retry-delay';
 
-export type AttemptOutcome =
+/** A delivery as its job sees it. */
+export interface Delivery {
+  readonly id: string;
+  readonly status: 'pending' | 'delivered' | 'dead';
+  readonly url: string;
+  readonly currentJobId: string | null;
+  readonly eventId: string;
+  readonly event: string;
+  readonly transactionId: string;
+  readonly apiKeyId: string;
+}
+
+/** How one HTTP attempt went (contract §7 classification). */
+type Result =
   | { readonly kind: 'delivered'; readonly statusCode: number }
   | { readonly kind: 'retry'; readonly statusCode?: number; readonly error?: string; readonly retryAfterSeconds?: number }
   | { readonly kind: 'permanent'; readonly statusCode?: number; readonly error?: string };
 
+/** What follows an attempt. */
+type Verdict =
+  | { readonly kind: 'delivered'; readonly statusCode: number }
+  | { readonly kind: 'retry'; readonly delayMs: number; readonly reason: string }
+  | { readonly kind: 'dead'; readonly reason: string };
+
+/** The verdict on an attempt, and that attempt's number within the delivery. */
+export type Decision = Verdict & { readonly attempt: number };
+
+export interface AttemptPlan {
+  /** Which retry of the schedule this attempt would lead to (0 for the first retry). */
+  readonly retryIndex: number;
+  /** No run of the job is left after this one. */
+  readonly final: boolean;
+}
+
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-/**
- * One delivery attempt (contract §7): the stored payload (with the access code unsealed just for the body),
- * signed afresh, POSTed with a timeout and without following redirects, and recorded as an attempt.
- */
-export async function attemptDelivery(app: AppContext, deliveryId: string): Promise<AttemptOutcome> {
-  const delivery = await app.db('webhook_deliveries as d')
+export async function loadDelivery(db: Knex, deliveryId: string): Promise<Delivery | undefined> {
+  const row = await db('webhook_deliveries as d')
     .join('events as e', 'e.id', 'd.event_id')
-    .join('api_keys as k', 'k.id', 'd.api_key_id')
     .where('d.id', deliveryId)
-    .first('d.id', 'd.url', 'd.status', 'd.attempts', 'e.id as event_id', 'e.type', 'e.payload', 'e.sealed_access_code', 'k.id as api_key_id', 'k.webhook_secret_encrypted');
-  if (!delivery || delivery.status === 'delivered') return { kind: 'delivered', statusCode: 0 };
+    .first('d.id', 'd.status', 'd.url', 'd.current_job_id', 'd.api_key_id', 'e.id as event_id', 'e.type', 'e.transaction_id');
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    status: row.status,
+    url: row.url,
+    currentJobId: row.current_job_id,
+    eventId: row.event_id,
+    event: row.type,
+    transactionId: row.transaction_id,
+    apiKeyId: row.api_key_id,
+  };
+}
 
-  const payload = { ...delivery.payload };
-  if (delivery.sealed_access_code) payload.access_code = app.box.open(delivery.sealed_access_code, accessCodeAad(delivery.event_id)).toString();
-  const body = JSON.stringify(payload);
-  const timestamp = Math.floor(Date.now() / 1000);
-  const secret = app.box.open(delivery.webhook_secret_encrypted, webhookSecretAad(delivery.api_key_id));
-  const signature = signWebhook(secret, body, timestamp);
-  secret.fill(0);
-
+/**
+ * One delivery attempt (contract §7): the URL vetted at this moment (scheme, and SSRF after DNS resolution),
+ * the stored payload (the access code unsealed just for the body), signed afresh, POSTed to the vetted
+ * address within the timeout without following redirects; then the attempt recorded with what follows it.
+ */
+export async function attemptDelivery(app: AppContext, delivery: Delivery, plan: AttemptPlan): Promise<Decision> {
+  const { webhooks } = app.config;
   const started = Date.now();
-  const outcome = await post(delivery.url, body, {
-    'Content-Type': 'application/json',
-    'User-Agent': 'works-api-webhooks/1',
-    'X-Service-Signature': signature,
-    'X-Service-Timestamp': String(timestamp),
-    'X-Service-Event': delivery.type,
-    'X-Service-Delivery': delivery.id,
-  }, app.config.webhooks.timeoutMs);
-  const attempt = delivery.attempts + 1;
-  await app.db.transaction(async (trx) => {
+  const vetted = await withDeadline(vetDestination(delivery.url, webhooks), webhooks.timeoutMs, 'resolving the webhook host').then(
+    (destination) => ({ destination }),
+    (err: Error) => ({ refusal: err }),
+  );
+  // A failure to load or sign is ours, not the receiver's: it throws (the job retries) and is no attempt.
+  const result: Result =
+    'refusal' in vetted
+      ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
+      : await post(vetted.destination, await signedRequest(app, delivery), { deadline: started + webhooks.timeoutMs, timeoutMs: webhooks.timeoutMs });
+  const decision = decide(result, plan, webhooks.retrySchedule);
+  const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
+  const error = 'error' in result ? (result.error ?? null) : null;
+  const attempt = await app.db.transaction(async (trx) => {
+    const [updated] = await trx('webhook_deliveries')
+      .where({ id: delivery.id })
+      .update({
+        attempts: trx.raw('attempts + 1'),
+        status: decision.kind === 'retry' ? 'pending' : decision.kind,
+        last_status_code: result.statusCode ?? null,
+        last_error: error,
+        next_attempt_at: nextAttemptAt,
+        delivered_at: decision.kind === 'delivered' ? trx.fn.now() : null,
+        updated_at: trx.fn.now(),
+      })
+      .returning('attempts');
     await trx('webhook_attempts').insert({
       delivery_id: delivery.id,
-      attempt,
-      status_code: outcome.statusCode ?? null,
+      event_id: delivery.eventId,
+      event: delivery.event,
+      transaction_id: delivery.transactionId,
+      api_key_id: delivery.apiKeyId,
+      url: delivery.url,
+      attempt: updated.attempts,
+      status_code: result.statusCode ?? null,
       duration_ms: Date.now() - started,
-      error: 'error' in outcome ? outcome.error ?? null : null,
+      error,
+      outcome: decision.kind,
+      next_attempt_at: nextAttemptAt,
     });
-    await trx('webhook_deliveries').where({ id: delivery.id }).update({
-      attempts: attempt,
-      last_status_code: outcome.statusCode ?? null,
-      last_error: 'error' in outcome ? outcome.error ?? null : null,
-      status: outcome.kind === 'delivered' ? 'delivered' : 'pending',
-      delivered_at: outcome.kind === 'delivered' ? trx.fn.now() : null,
-      updated_at: trx.fn.now(),
-    });
+    return updated.attempts as number;
   });
-  return outcome;
+  return { ...decision, attempt };
 }
 
-export async function markDead(app: AppContext, deliveryId: string): Promise<void> {
-  await app.db('webhook_deliveries').where({ id: deliveryId }).whereNot({ status: 'delivered' }).update({ status: 'dead', updated_at: app.db.fn.now() });
+async function signedRequest(app: AppContext, delivery: Delivery): Promise<{ body: string; headers: Record<string, string> }> {
+  const event = await app.db('events as e')
+    .join('api_keys as k', 'k.id', 'e.api_key_id')
+    .where('e.id', delivery.eventId)
+    .first('e.payload', 'e.sealed_access_code', 'k.webhook_secret_encrypted');
+  const payload = { ...event.payload };
+  if (event.sealed_access_code) payload.access_code = app.box.open(event.sealed_access_code, accessCodeAad(delivery.eventId)).toString();
+  const body = JSON.stringify(payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const secret = app.box.open(event.webhook_secret_encrypted, webhookSecretAad(delivery.apiKeyId));
+  const signature = signWebhook(secret, body, timestamp);
+  secret.fill(0);
+  return {
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': 'works-api-webhooks/1',
+      'X-Service-Signature': signature,
+      'X-Service-Timestamp': String(timestamp),
+      'X-Service-Event': delivery.event,
+      'X-Service-Delivery': delivery.id,
+    },
+  };
 }
 
-function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<AttemptOutcome> {
+function decide(result: Result, plan: AttemptPlan, schedule: readonly number[]): Verdict {
+  if (result.kind === 'delivered') return { kind: 'delivered', statusCode: result.statusCode };
+  const reason = [result.statusCode ? `HTTP ${result.statusCode}` : undefined, result.error].filter(Boolean).join(': ');
+  if (result.kind === 'permanent') return { kind: 'dead', reason };
+  if (plan.final) return { kind: 'dead', reason: `${reason} (retry schedule exhausted)` };
+  return { kind: 'retry', delayMs: retryDelaySeconds(schedule, plan.retryIndex, result.retryAfterSeconds) * 1000, reason };
+}
+
+/** POSTs once over a fresh connection to the vetted address; the whole exchange ends by `deadline`. */
+function post(
+  destination: VettedDestination,
+  request: { body: string; headers: Record<string, string> },
+  { deadline, timeoutMs }: { deadline: number; timeoutMs: number },
+): Promise<Result> {
   return new Promise((resolve) => {
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return resolve({ kind: 'permanent', error: 'invalid webhook URL' });
-    }
-    const client = target.protocol === 'https:' ? https : http;
-    const request = client.request(target, { method: 'POST', headers: { ...headers, 'Content-Length': Buffer.byteLength(body) }, timeout: timeoutMs }, (response) => {
-      let read = 0;
-      response.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > MAX_RESPONSE_BYTES) response.destroy();
-      });
-      response.on('close', () => resolve(classify(response.statusCode ?? 0, response.headers['retry-after'])));
-      response.on('error', () => undefined);
-    });
-    request.on('timeout', () => request.destroy(new Error(`no response within ${timeoutMs} ms`)));
-    request.on('error', (err) => resolve({ kind: 'retry', error: err.message }));
-    request.end(body);
+    let settled = false;
+    const finish = (result: Result) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const client = destination.url.protocol === 'https:' ? https : http;
+    const outgoing = client.request(
+      destination.url,
+      {
+        method: 'POST',
+        headers: { ...request.headers, 'Content-Length': Buffer.byteLength(request.body) },
+        lookup: pinnedLookup(destination.addresses),
+        agent: false,
+      },
+      (response) => {
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_RESPONSE_BYTES) response.destroy();
+        });
+        response.on('close', () => finish(classify(response.statusCode ?? 0, response.headers['retry-after'])));
+        response.on('error', () => undefined);
+      },
+    );
+    const timer = setTimeout(() => outgoing.destroy(new Error(`no response within ${timeoutMs} ms`)), Math.max(1, deadline - Date.now()));
+    outgoing.on('error', (err) => finish({ kind: 'retry', error: err.message }));
+    outgoing.end(request.body);
   });
 }
 
-function classify(status: number, retryAfter: string | string[] | undefined): AttemptOutcome {
+function classify(status: number, retryAfter: string | string[] | undefined): Result {
   if (status >= 200 && status < 300) return { kind: 'delivered', statusCode: status };
-  if (status === 408 || status === 429 || status >= 500) {
-    const seconds = typeof retryAfter === 'string' && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined;
-    return { kind: 'retry', statusCode: status, retryAfterSeconds: seconds };
-  }
+  if (status === 408 || status === 429 || status >= 500) return { kind: 'retry', statusCode: status, retryAfterSeconds: parseRetryAfter(retryAfter) };
   return { kind: 'permanent', statusCode: status, error: status >= 300 && status < 400 ? 'redirects are not followed' : undefined };
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms)));
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

@@ -22,22 +22,31 @@ export async function upload(url: string, bytes: Buffer): Promise<Response> {
   return fetch(url, { method: 'PUT', body: bytes as unknown as BodyInit });
 }
 
-export interface Registered {
+export interface Quoted {
   readonly jobId: string;
   readonly audio: Buffer;
   readonly init: Reply;
   readonly prepare: Reply;
+}
+
+export interface Registered extends Quoted {
   readonly confirm: Reply;
 }
 
-/** init → PUT → prepare → confirm, asserting each step's status. */
-export async function register(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Registered> {
+/** init → PUT → prepare, asserting each step's status: a binding quote, not yet confirmed. */
+export async function quote(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Quoted> {
   const init = await call(base, 'POST', '/v1/works/init', { token, body });
   if (init.status !== 200) throw new Error(`init: ${init.status} ${init.text}`);
   const put = await upload(init.body.upload_url, audio);
   if (put.status !== 200) throw new Error(`upload: ${put.status} ${await put.text()}`);
   const prepare = await call(base, 'POST', '/v1/works/prepare', { token, body: { job_id: init.body.job_id } });
   if (prepare.status !== 200) throw new Error(`prepare: ${prepare.status} ${prepare.text}`);
-  const confirm = await call(base, 'POST', '/v1/works/confirm', { token, body: { job_id: init.body.job_id } });
-  return { jobId: init.body.job_id, audio, init, prepare, confirm };
+  return { jobId: init.body.job_id, audio, init, prepare };
+}
+
+/** init → PUT → prepare → confirm. */
+export async function register(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Registered> {
+  const quoted = await quote(base, token, body, audio);
+  const confirm = await call(base, 'POST', '/v1/works/confirm', { token, body: { job_id: quoted.jobId } });
+  return { ...quoted, confirm };
 }

@@ -49,6 +49,8 @@ export async function startTestServices(): Promise<TestServices> {
     SECRETS_KEY: randomBytes(32).toString('base64'),
     S3_BUCKET: `works-test`,
     ALLOW_HTTP_WEBHOOKS: 'true',
+    // receivers are local servers; the SSRF refusal has tests of its own that turn this off
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     UPLOAD_TTL_SECONDS: '600',
   };
   const embedded = await startEmbedded(base, { dataDir, databaseName: dbName, blocks: 'instant', webBaseUrl: 'http://127.0.0.1:0' });

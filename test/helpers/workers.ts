@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { spawn } from 'node:child_process';
 import type { Config, Env, QueueName } from '../../shared/config';
 import { createContext, closeContext } from '../../shared/context';
 import { startWorkers } from '../../jobs/workers';
@@ -48,4 +50,24 @@ export function useStack(options: StackOptions = {}): TestStack {
     await stack.app.close();
   });
   return stack;
+}
+
+export interface WorkerProcess {
+  readonly pid: number;
+  /** Resolves when the process has ended, with how. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/** A `worker` process as the Procfile runs it (`node --import tsx jobs/main.ts`), on the given environment. */
+export function spawnWorker(env: Env): WorkerProcess {
+  const root = path.resolve(__dirname, '../..');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/main.ts'], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  void exited.then(({ code }) => {
+    if (code) process.stderr.write(`worker process exited ${code}: ${stderr}\n`);
+  });
+  return { pid: child.pid!, exited, kill: (signal = 'SIGTERM') => void child.kill(signal) };
 }

@@ -98,6 +98,8 @@ describe('operator CLI (contract §3)', function () {
       const [refused] = await receiver.waitFor(1);
       const deliveryId = refused!.headers['x-service-delivery'] as string;
       await eventually(async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId }).first()).status === 'dead' ? true : undefined), 'the delivery to die');
+      const deadLetters = app.context.queues['webhooks-dead'];
+      expect(await eventually(() => deadLetters.getJob(deliveryId), 'the dead letter')).to.deep.include({ id: deliveryId, data: { deliveryId } });
 
       const dead = await admin(['webhooks', 'dead'], env);
       expect(dead.code).to.equal(0);
@@ -116,6 +118,7 @@ describe('operator CLI (contract §3)', function () {
       }, 'the retried delivery');
       expect(row.attempts).to.equal(2);
       expect(await app.context.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt').pluck('status_code')).to.deep.equal([400, 200]);
+      expect(await deadLetters.getJob(deliveryId), 'the dead letter left its queue').to.equal(undefined);
       expect((await admin(['webhooks', 'retry', '--delivery', deliveryId], env)).err.error.code).to.equal('common.not_found');
       expect((await admin(['webhooks', 'retry', '--all-dead', '--delivery', deliveryId], env)).err.error.code).to.equal('common.bad_request');
     } finally {
@@ -143,7 +146,11 @@ describe('operator CLI (contract §3)', function () {
       // Put an altered copy of the remark on chain (one commitment byte changed) and point the index at it.
       const block = await api.rpc.chain.getBlock(tx.block_hash);
       const original = block.block.extrinsics.find((x) => x.hash.toHex() === tx.tx_hash)!;
-      const altered = Buffer.from(original.method.args[0]!.toU8a(true));
+      // the relayer's extrinsic is a utility batch; this registration's remark is its only call
+      expect(original.method.section).to.equal('utility');
+      const [remark] = original.method.args[0] as unknown as { method: string; args: { toU8a(bare: boolean): Uint8Array }[] }[];
+      expect(remark!.method).to.equal('remarkWithEvent');
+      const altered = Buffer.from(remark!.args[0]!.toU8a(true));
       altered[20] = altered[20]! ^ 0x01;
       const relayer = new Keyring({ type: 'sr25519' }).addFromUri(testServices().config.chains[0]!.relayerSeed);
       const inBlock = await new Promise<{ blockHash: string; txHash: string }>((resolve, reject) => {

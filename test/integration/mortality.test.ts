@@ -6,9 +6,10 @@ import { register } from '../helpers/registration';
 import { testServices } from '../helpers/services';
 import { AnchorService, ERA_PERIOD } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
+import { RelayerSubmitter } from '../../shared/transactions/submitter';
 import type { Network } from '../../shared/config';
 
-/** Fault injection: the worker dies after signing and storing the bytes, before they reach the node. */
+/** Fault injection: the worker dies after signing and storing the batch, before its bytes reach the node. */
 class DiesBeforeSending extends AnchorService {
   override async submit(_network: Network, _hex: string): Promise<never> {
     throw new Error('worker died before sending');
@@ -28,20 +29,25 @@ describe('an extrinsic that outlives its mortal era unincluded', function () {
     const txId = r.confirm.body.transaction_id as string;
 
     let crash: Error | undefined;
-    await advanceTransaction({ app: app.context, anchors: new DiesBeforeSending(app.context.chains) }, txId).catch((e: Error) => (crash = e));
+    const dying = new DiesBeforeSending(app.context.chains);
+    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch((e: Error) => (crash = e));
     expect(crash?.message).to.equal('worker died before sending');
     const signedOnce = await app.context.db('transactions').where({ id: txId }).first();
     expect(signedOnce.signings).to.equal(1);
-    expect(signedOnce.extrinsic_hex).to.be.a('string');
+    const firstBatch = await app.context.db('chain_submissions').where({ id: signedOnce.submission_id }).first();
+    expect(firstBatch).to.deep.include({ status: 'signed', items: 1 });
 
     // let the era pass without the bytes ever reaching a block
     for (let i = 0; i <= ERA_PERIOD; i++) await testServices().embedded.chains[0]!.newBlock();
 
-    const done = await advanceTransaction({ app: app.context, anchors: new AnchorService(app.context.chains) }, txId);
+    const anchors = new AnchorService(app.context.chains);
+    const done = await advanceTransaction({ app: app.context, anchors, submitter: new RelayerSubmitter(app.context, anchors) }, txId);
     expect(done.status).to.equal('finalized');
     const row = await app.context.db('transactions').where({ id: txId }).first();
     expect(row.signings).to.equal(2);
     expect(row.tx_hash).to.not.equal(signedOnce.tx_hash);
+    expect((await app.context.db('chain_submissions').where({ id: firstBatch.id }).first()).status).to.equal('expired');
+    expect((await app.context.db('chain_submissions').where({ id: row.submission_id }).first()).status).to.equal('finalized');
     expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
     expect((await app.context.db('credit_ledger').where({ organization_id: org, reference: txId })).map((e) => e.kind)).to.deep.equal(['debit']);
   });

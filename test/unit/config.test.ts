@@ -45,4 +45,22 @@ describe('configuration', () => {
   it('restricts WORKER_QUEUES to the named queues', () => {
     expect(loadConfig({ ...valid, WORKER_QUEUES: 'webhooks' }).workers.queues).to.deep.equal(['webhooks']);
   });
+
+  it('has safe webhook and operator defaults', () => {
+    const config = loadConfig({ ...valid, NODE_ENV: 'production' });
+    expect(config.webhooks).to.include({ allowHttp: false, allowPrivate: false, concurrency: 32, attemptRetentionDays: 30 });
+    expect(config.operators).to.deep.equal({ credential: undefined, orgIds: [] });
+    expect(config.workers.queues).to.include('webhooks-dead');
+  });
+
+  it('keeps attempts at least 30 days, refuses private delivery in production, checks the operator credential', () => {
+    expect(() => loadConfig({ ...valid, WEBHOOK_ATTEMPT_RETENTION_DAYS: '29' })).to.throw(/WEBHOOK_ATTEMPT_RETENTION_DAYS/);
+    expect(loadConfig({ ...valid, WEBHOOK_ATTEMPT_RETENTION_DAYS: '90' }).webhooks.attemptRetentionDays).to.equal(90);
+    expect(() => loadConfig({ ...valid, NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'true' })).to.throw(/WEBHOOK_ALLOW_PRIVATE must not be set in production/);
+    expect(() => loadConfig({ ...valid, OPERATOR_CREDENTIAL: 'nopassword' })).to.throw(/OPERATOR_CREDENTIAL must be user:password/);
+    expect(() => loadConfig({ ...valid, NODE_ENV: 'production', OPERATOR_CREDENTIAL: 'ops:short' })).to.throw(/at least 16 characters/);
+    const config = loadConfig({ ...valid, OPERATOR_CREDENTIAL: 'ops:pa:ss', OPERATOR_ORG_IDS: ' a , b ', WEBHOOK_CONCURRENCY: '4' });
+    expect(config.operators).to.deep.equal({ credential: { username: 'ops', password: 'pa:ss' }, orgIds: ['a', 'b'] });
+    expect(config.webhooks.concurrency).to.equal(4);
+  });
 });

@@ -1,0 +1,263 @@
+import type { Knex } from 'knex';
+import type { AppContext } from '../context';
+import type { Network } from '../config';
+import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
+import { deliverAfterCommit, failWithin } from './outcomes';
+import { updateTransaction } from './repo';
+import { failpoint } from '../failpoints';
+import { enterStep } from './steps';
+
+export interface SubmissionRow {
+  readonly id: string;
+  readonly network: Network;
+  readonly relayer: string;
+  readonly nonce: number;
+  readonly extrinsicHex: string;
+  readonly txHash: string;
+  readonly signedAtBlock: number;
+  readonly status: 'signed' | 'in_block' | 'finalized' | 'expired' | 'rejected';
+}
+
+const toSubmission = (r: Record<string, any>): SubmissionRow => ({
+  id: r.id,
+  network: r.network,
+  relayer: r.relayer,
+  nonce: Number(r.nonce),
+  extrinsicHex: r.extrinsic_hex,
+  txHash: r.tx_hash,
+  signedAtBlock: r.signed_at_block,
+  status: r.status,
+});
+
+/** How many relayer extrinsics may carry one call: the first, and one replacement after an expiry. */
+const MAX_SIGNINGS = 2;
+
+/**
+ * The one submitter of a relayer account. Whoever holds the relayer's PostgreSQL advisory lock (one
+ * process at a time, however many chain workers run; released by the server if the process dies) owns
+ * the nonce: it settles extrinsics signed before a crash, then batches every ready call (status pending,
+ * own call built, no batch yet) into one `utility` batch per round, signs it with the next nonce, stores
+ * it, and only then sends it, waiting for a block before the next round.
+ */
+export class RelayerSubmitter {
+  private readonly queued = new Map<Network, Promise<void>>();
+  private readonly running = new Map<Network, Promise<void>>();
+
+  constructor(
+    private readonly app: AppContext,
+    private readonly anchors: AnchorService,
+  ) {}
+
+  /**
+   * Submits what is ready on the network, if no other process is doing so. Calls that arrive while a round
+   * runs share one follow-up round in this process.
+   */
+  drain(network: Network): Promise<void> {
+    const queued = this.queued.get(network);
+    if (queued) return queued;
+    const previous = this.running.get(network) ?? Promise.resolve();
+    const next = previous
+      .catch(() => undefined)
+      .then(() => {
+        this.queued.delete(network);
+        this.running.set(network, next);
+        return this.run(network);
+      })
+      .finally(() => {
+        if (this.running.get(network) === next) this.running.delete(network);
+      });
+    this.queued.set(network, next);
+    return next;
+  }
+
+  private async run(network: Network): Promise<void> {
+    for (;;) {
+      const held = await this.withRelayerLock(network, () => this.rounds(network));
+      if (!held) return; // another process submits; it looks again for ready calls after releasing the lock
+      // A call made ready while we held the lock, whose job then failed to take it, is picked up here.
+      if (!(await this.hasWork(network))) return;
+    }
+  }
+
+  private async hasWork(network: Network): Promise<boolean> {
+    const signed = await this.app.db('chain_submissions').where({ network, status: 'signed' }).first('id');
+    return Boolean(signed) || Boolean(await this.readyQuery(network).first('id'));
+  }
+
+  private readyQuery(network: Network) {
+    return this.app.db('transactions').where({ network, status: 'pending' }).whereNotNull('call_hex').whereNull('submission_id');
+  }
+
+  /** Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. */
+  private async withRelayerLock(network: Network, fn: () => Promise<void>): Promise<boolean> {
+    const key = `relayer:${network}:${this.anchors.relayerAddress(network)}`;
+    const client = this.app.db.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<void> };
+    const connection = await client.acquireConnection();
+    try {
+      const { rows } = await this.app.db.raw('SELECT pg_try_advisory_lock(hashtext(?)) AS held', [key]).connection(connection);
+      if (!rows[0].held) return false;
+      try {
+        await fn();
+      } finally {
+        await this.app.db.raw('SELECT pg_advisory_unlock(hashtext(?))', [key]).connection(connection);
+      }
+      return true;
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  }
+
+  private async rounds(network: Network): Promise<void> {
+    const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
+    for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });
+    for (;;) {
+      const ready = await this.readyQuery(network).orderBy('created_at').limit(this.app.config.chainBatchMax).select('id', 'call_hex');
+      if (!ready.length) return;
+      const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex as string), this.app.config.chainBatchMax);
+      const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id as string));
+      if (!submission) continue;
+      failpoint('chain.batch_signed');
+      await this.send(submission, { checkChainFirst: false });
+    }
+  }
+
+  /** Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. */
+  private async signBatch(network: Network, transactionIds: string[]): Promise<SubmissionRow | undefined> {
+    const { db } = this.app;
+    const relayer = this.anchors.relayerAddress(network);
+    const chainNonce = await this.anchors.nextRelayerNonce(network);
+    return db.transaction(async (trx) => {
+      const items = await trx('transactions').whereIn('id', transactionIds).where({ status: 'pending' }).whereNull('submission_id').forUpdate().orderBy('created_at').select('id', 'call_hex', 'steps', 'signings');
+      if (!items.length) return undefined;
+      await trx.raw(`INSERT INTO relayer_nonces (network, address, next_nonce) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [network, relayer, chainNonce]);
+      const nonceRow = await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
+      const nonce = Math.max(Number(nonceRow.next_nonce), chainNonce);
+      const signed = await this.anchors.signBatch(network, items.map((i) => i.call_hex), nonce);
+      await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
+      const [row] = await trx('chain_submissions')
+        .insert({ network, relayer, nonce, extrinsic_hex: signed.hex, tx_hash: signed.hash, signed_at_block: signed.signedAtBlock, items: items.length })
+        .returning('*');
+      for (const [index, item] of items.entries()) {
+        await updateTransaction(trx, item.id, {
+          status: 'submitted',
+          current_step: 'submitting',
+          steps: enterStep(item.steps, 'submitting'),
+          submission_id: row.id,
+          batch_index: index,
+          tx_hash: signed.hash,
+          signings: Number(item.signings) + 1,
+        });
+      }
+      this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
+      return toSubmission(row);
+    });
+  }
+
+  /**
+   * Gets a stored batch into a block: looks for it on chain first when it may have been sent before,
+   * else sends it. Refused and expired unincluded: its items go back to be batched again (once) or fail.
+   */
+  private async send(submission: SubmissionRow, { checkChainFirst }: { checkChainFirst: boolean }): Promise<void> {
+    const { network } = submission;
+    let inclusion = checkChainFirst ? await this.anchors.find(network, submission.txHash, submission.signedAtBlock) : undefined;
+    if (!inclusion) {
+      try {
+        inclusion = await this.anchors.submit(network, submission.extrinsicHex);
+      } catch (err) {
+        // Already in a block (sent before a crash, or taken between our look and our send)?
+        inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
+        if (!inclusion) {
+          if (!(err instanceof SubmissionRejected)) throw err; // the node went away: the job retries later
+          const expired = (await this.anchors.bestBlockNumber(network)) >= submission.signedAtBlock + ERA_PERIOD;
+          await this.abandon(submission, expired ? 'expired' : 'rejected', err.message);
+          return;
+        }
+      }
+    }
+    await this.recordInclusion(submission, inclusion);
+  }
+
+  /** Every item's outcome, from its own events: included, failed alone (refunded), or back to be batched. */
+  private async recordInclusion(submission: SubmissionRow, inclusion: Inclusion): Promise<void> {
+    const deliveries = await this.app.db.transaction(async (trx) => {
+      await trx('chain_submissions').where({ id: submission.id }).update({
+        status: 'in_block',
+        block_hash: inclusion.blockHash,
+        block_number: inclusion.blockNumber,
+        extrinsic_index: inclusion.index,
+        updated_at: trx.fn.now(),
+      });
+      const items = await this.items(trx, submission.id);
+      const out: (string | null)[] = [];
+      for (const item of items) {
+        const outcome = inclusion.items[item.batch_index];
+        if (item.status === 'finalized' || item.status === 'failed') continue;
+        if (outcome?.status === 'ok') {
+          await updateTransaction(trx, item.id, {
+            status: 'in_block',
+            current_step: 'confirming',
+            steps: enterStep(item.steps, 'confirming'),
+            block_hash: inclusion.blockHash,
+            block_number: inclusion.blockNumber,
+            extrinsic_index: inclusion.index,
+            ...(outcome.assignment.atsId !== undefined ? { ats_id: outcome.assignment.atsId.toString() } : {}),
+            ...(outcome.assignment.version !== undefined ? { version: outcome.assignment.version } : {}),
+          });
+        } else if (outcome?.status === 'not_run') {
+          await detach(trx, item.id);
+        } else {
+          const error = outcome?.error ?? inclusion.error ?? 'unknown error';
+          out.push(await failWithin(trx, this.app, item.id, 'chain.extrinsic_failed', `The transaction failed on chain: ${error}`));
+        }
+      }
+      return out;
+    });
+    for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
+    this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
+  }
+
+  /** The batch can never be included: hand its nonce back and send its items on, or fail them. */
+  private async abandon(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string): Promise<void> {
+    const deliveries = await this.app.db.transaction(async (trx) => {
+      await trx('chain_submissions').where({ id: submission.id }).update({ status, updated_at: trx.fn.now() });
+      await trx('relayer_nonces')
+        .where({ network: submission.network, address: submission.relayer })
+        .where('next_nonce', '>', submission.nonce)
+        .update({ next_nonce: submission.nonce });
+      const out: (string | null)[] = [];
+      for (const item of await this.items(trx, submission.id)) {
+        if (status === 'expired' && Number(item.signings) < MAX_SIGNINGS) {
+          await detach(trx, item.id);
+        } else {
+          const code = status === 'expired' ? 'chain.expired' : 'chain.submission_rejected';
+          out.push(await failWithin(trx, this.app, item.id, code, `The chain refused the transaction: ${reason}`));
+        }
+      }
+      return out;
+    });
+    for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
+    this.app.log.warn({ network: submission.network, submission_id: submission.id, status, reason }, 'batch abandoned');
+  }
+
+  private items(trx: Knex.Transaction, submissionId: string) {
+    return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index');
+  }
+
+  /**
+   * A retracted block: the batch and its items go back to "signed" / "submitted", so the next round looks
+   * for it on the canonical chain before sending the same bytes again.
+   */
+  async retracted(submissionId: string): Promise<void> {
+    await this.app.db.transaction(async (trx) => {
+      await trx('chain_submissions').where({ id: submissionId, status: 'in_block' }).update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
+      await trx('transactions')
+        .where({ submission_id: submissionId, status: 'in_block' })
+        .update({ status: 'submitted', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
+    });
+  }
+}
+
+/** Takes a call out of its batch so the next round carries it (it never ran, or its batch expired). */
+async function detach(trx: Knex.Transaction, transactionId: string): Promise<void> {
+  await updateTransaction(trx, transactionId, { status: 'pending', submission_id: null, batch_index: null, tx_hash: null });
+}

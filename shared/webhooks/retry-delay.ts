@@ -1,0 +1,21 @@
+/**
+ * Contract §7: the wait before retry `index` (0 for the first retry) is that step of the schedule. A
+ * `Retry-After` from the receiver lengthens the wait up to the following step of the schedule, so a receiver
+ * can slow us down but cannot park a delivery for longer than the schedule would; it never shortens the wait.
+ */
+export function retryDelaySeconds(schedule: readonly number[], index: number, retryAfterSeconds?: number): number {
+  const at = (i: number) => schedule[Math.min(Math.max(i, 0), schedule.length - 1)] ?? 0;
+  const step = at(index);
+  if (retryAfterSeconds === undefined) return step;
+  return Math.max(step, Math.min(retryAfterSeconds, at(index + 1)));
+}
+
+/** `Retry-After` as seconds from `now`: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  if (!/^[A-Za-z]{3}/.test(text)) return undefined; // an HTTP date starts with the day's name
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
+}

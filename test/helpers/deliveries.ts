@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../../shared/context';
+import { recordEvent } from '../../shared/webhooks/service';
+import { enqueueDelivery } from '../../shared/webhooks/enqueue';
+import { createKey, createOrg, type TestKey } from './factories';
+import { eventually } from './app';
+
+export interface TestDelivery {
+  readonly deliveryId: string;
+  readonly transactionId: string;
+  readonly key: TestKey;
+}
+
+/**
+ * A work_failed event for a transaction of a new organization, recorded as the pipeline records one (same
+ * service, same SQL transaction), with its delivery to `url` enqueued. No chain involved.
+ */
+export async function deliverEvent(ctx: AppContext, url: string): Promise<TestDelivery> {
+  const organizationId = await createOrg(ctx, 0);
+  const key = await createKey(ctx, organizationId, ['works:register'], url);
+  const transactionId = randomUUID();
+  const deliveryId = await ctx.db.transaction(async (trx) => {
+    await trx('transactions').insert({
+      id: transactionId,
+      organization_id: organizationId,
+      api_key_id: key.id,
+      network: 'testnet',
+      type: 'register',
+      status: 'failed',
+      current_step: 'failed',
+      steps: JSON.stringify([]),
+      quote: JSON.stringify({}),
+      price_credits: 0,
+    });
+    return recordEvent(trx, ctx.box, {
+      transactionId,
+      organizationId,
+      apiKeyId: key.id,
+      type: 'work_failed',
+      payload: {
+        event: 'work_failed',
+        transaction_id: transactionId,
+        organization_id: organizationId,
+        api_key_id: key.id,
+        external_user_ref: null,
+        network: 'testnet',
+        ats_id: null,
+        reason: 'chain.rejected',
+        message: 'a test failure',
+        failed_at: new Date().toISOString(),
+      },
+    });
+  });
+  if (!deliveryId) throw new Error('the key has no webhook URL');
+  await enqueueDelivery(ctx.queues, ctx.config.webhooks, deliveryId);
+  return { deliveryId, transactionId, key };
+}
+
+/** The delivery's row once it reaches `status` (PostgreSQL polled, bounded). */
+export function deliveryReaches(ctx: AppContext, deliveryId: string, status: 'pending' | 'delivered' | 'dead', timeoutMs?: number) {
+  return eventually(async () => {
+    const row = await ctx.db('webhook_deliveries').where({ id: deliveryId }).first();
+    return row?.status === status ? row : undefined;
+  }, `delivery ${deliveryId} to be ${status}`, timeoutMs);
+}
+
+export function attemptRows(ctx: AppContext, deliveryId: string) {
+  return ctx.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt');
+}

@@ -1,0 +1,115 @@
+import { expect } from 'chai';
+import { ApiPromise, WsProvider } from '@polkadot/api';
+import { call, eventually, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers, useStack } from '../helpers/workers';
+import { quote, register, type Quoted } from '../helpers/registration';
+import { AnchorService } from '../../shared/chain/anchors';
+import { advanceTransaction, prepareCall } from '../../shared/transactions/pipeline';
+import { RelayerSubmitter } from '../../shared/transactions/submitter';
+import { findTransaction } from '../../shared/transactions/repo';
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function inBatches<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += limit) out.push(...(await Promise.all(items.slice(i, i + limit).map(fn))));
+  return out;
+}
+
+describe('batched submission through one relayer submitter', function () {
+  this.timeout(300_000);
+  // no chain worker in this stack: each test decides when, and how, the chain side runs
+  const stack = useStack({ env: { REDIS_PREFIX: `batching_${Date.now()}` }, queues: ['prepare'] });
+  let app: TestApp;
+  let api: ApiPromise;
+  before(async () => {
+    app = stack.app;
+    api = await ApiPromise.create({ provider: new WsProvider(stack.config.chains[0]!.wsUrl), noInitWarn: true });
+  });
+  after(() => api.disconnect());
+
+  it('finalizes 50 registrations confirmed at once in a handful of blocks, each charged once', async () => {
+    const org = await createOrg(app.context, 1_000_000);
+    const key = await createKey(app.context, org);
+    const quotes = await inBatches(Array.from({ length: 50 }, (_, i) => i), 10, () => quote(app.url, key.token));
+    const confirms = await Promise.all(quotes.map((q: Quoted) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })));
+    expect(confirms.map((c) => c.status)).to.deep.equal(Array(50).fill(202));
+    const ids = confirms.map((c) => c.body.transaction_id as string);
+
+    const startBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+    const workers = await startTestWorkers(stack.config, ['chain']);
+    try {
+      await eventually(async () => {
+        const done = await app.context.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
+        return Number(done[0]!.count) === 50 ? true : undefined;
+      }, '50 finalized transactions', 240_000);
+    } finally {
+      await workers.stop();
+    }
+    const rows = await app.context.db('transactions').whereIn('id', ids).select('submission_id', 'block_number', 'tx_hash');
+    const extrinsics = new Set(rows.map((r) => r.tx_hash)).size;
+    const blocks = new Set(rows.map((r) => r.block_number)).size;
+    const endBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+    process.stdout.write(`      50 registrations: ${extrinsics} relayer extrinsics in ${blocks} blocks (chain advanced ${endBlock - startBlock} blocks)\n`);
+    expect(extrinsics, 'registrations share batches').to.be.below(50);
+    expect(blocks).to.equal(extrinsics); // one relayer batch per block: the submitter waits for inclusion
+    // every batch is on chain, holding exactly the calls the index says it holds
+    for (const hash of new Set(rows.map((r) => r.tx_hash as string))) {
+      const submission = await app.context.db('chain_submissions').where({ tx_hash: hash }).first();
+      const block = await api.rpc.chain.getBlock(submission.block_hash);
+      const extrinsic = block.block.extrinsics[submission.extrinsic_index]!;
+      expect(extrinsic.hash.toHex()).to.equal(hash);
+      expect((extrinsic.method.args[0] as unknown as unknown[]).length).to.equal(submission.items);
+    }
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '50' }]);
+    const ledger = await app.context.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).select('kind', 'reference');
+    expect(ledger.map((e) => e.kind)).to.deep.equal(Array(50).fill('debit'));
+    expect(new Set(ledger.map((e) => e.reference)).size).to.equal(50);
+  });
+
+  it('fails one bad item of a batch alone, refunded; the others finalize', async () => {
+    const org = await createOrg(app.context, 10_000);
+    const key = await createKey(app.context, org);
+    const regs = [];
+    for (let i = 0; i < 3; i++) regs.push(await register(app.url, key.token));
+    const ids = regs.map((r) => r.confirm.body.transaction_id as string);
+    const anchors = new AnchorService(app.context.chains);
+    const deps = { app: app.context, anchors, submitter: new RelayerSubmitter(app.context, anchors) };
+    for (const id of ids) await prepareCall(deps, (await findTransaction(app.context.db, id))!);
+    // Fault injection: the middle call becomes one the runtime refuses (a transfer far beyond the relayer's funds).
+    const bad = api.tx.balances.transferKeepAlive('5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY', 10n ** 30n).method.toHex();
+    await app.context.db('transactions').where({ id: ids[1] }).update({ call_hex: bad });
+
+    await deps.submitter.drain('testnet');
+    const first = await app.context.db('transactions').whereIn('id', ids).select('id', 'submission_id', 'batch_index', 'status', 'result', 'signings');
+    const byId = new Map(first.map((r) => [r.id as string, r]));
+    const batch = await app.context.db('chain_submissions').where({ id: byId.get(ids[0]!)!.submission_id }).first();
+    expect(batch.items).to.be.at.least(3); // the three rode one batch (with anything else that was ready)
+    expect(byId.get(ids[1]!)).to.deep.include({ status: 'failed', submission_id: batch.id });
+    expect(byId.get(ids[1]!)!.result.error.code).to.equal('chain.extrinsic_failed');
+    expect(byId.get(ids[1]!)!.result.error.message).to.match(/balances\./);
+
+    for (const id of [ids[0]!, ids[2]!]) expect((await advanceTransaction(deps, id)).status).to.equal('finalized');
+    // a plain utility.batch stops at the failure: the item after it went out again in the next batch
+    const third = await app.context.db('transactions').where({ id: ids[2] }).first();
+    if ('forceBatch' in api.tx.utility) expect(third.submission_id).to.equal(batch.id);
+    else expect([third.submission_id !== batch.id, third.signings]).to.deep.equal([true, 2]);
+
+    const ledger = await app.context.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).orderBy('id').select('kind', 'reference');
+    expect(ledger.filter((e) => e.kind === 'refund').map((e) => e.reference)).to.deep.equal([ids[1]]);
+    expect(ledger.filter((e) => e.kind === 'debit')).to.have.length(3);
+    expect(await app.context.db('works').where({ organization_id: org }).pluck('id')).to.have.members([regs[0]!.jobId, regs[2]!.jobId]);
+  });
+
+  it('bounds a batch by the runtime block length', async () => {
+    const anchors = new AnchorService(app.context.chains);
+    const maxLength = Number(api.consts.system.blockLength.max.normal.toString());
+    const big = api.tx.system.remark(`0x${'ab'.repeat(1_000_000)}`).method.toHex();
+    const fits = await anchors.fitBatch('testnet', Array(10).fill(big), 100);
+    expect(fits * 1_000_000).to.be.at.most(maxLength * 0.75);
+    expect(fits).to.be.at.least(1);
+    const small = api.tx.system.remark('0x01').method.toHex();
+    expect(await anchors.fitBatch('testnet', Array(10).fill(small), 4)).to.equal(4); // small calls: the configured maximum
+  });
+});
+

@@ -1,0 +1,182 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import { ApiPromise, WsProvider } from '@polkadot/api';
+import { call, eventually, startApp, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { spawnWorker, startTestWorkers, useStack, type TestWorkers } from '../helpers/workers';
+import { quote, register } from '../helpers/registration';
+import { configWith, testServices } from '../helpers/services';
+import { remarksOf, type CallLike } from '../../shared/chain/verify';
+import { decodeAnchor } from '../../shared/chain/remark-payload';
+import { startLocalChain } from '../../shared/embedded/chain';
+import { freePort } from '../../shared/embedded/net';
+import { relayerAddress } from '../../shared/chain/keys';
+import type { AppContext } from '../../shared/context';
+import type { Env } from '../../shared/config';
+import { scheduleMaintenance } from '../../jobs/maintenance/processor';
+
+/** ats_ids of every works-api anchor in blocks from..to of the chain behind `api`, one entry per anchor. */
+async function anchoredAtsIds(api: ApiPromise, from: number, to: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let n = from; n <= to; n++) {
+    const block = await api.rpc.chain.getBlock(await api.rpc.chain.getBlockHash(n));
+    for (const extrinsic of block.block.extrinsics) {
+      for (const bytes of remarksOf(extrinsic.method as unknown as CallLike)) {
+        try {
+          ids.push(Number(decodeAnchor(bytes).atsId));
+        } catch {
+          // not a works-api anchor
+        }
+      }
+    }
+  }
+  return ids;
+}
+
+/** Every transaction finalized, one work each, one debit each, no refund, each anchor exactly once on chain. */
+async function expectExactlyOnce(ctx: AppContext, api: ApiPromise, org: string, ids: string[], fromBlock: number): Promise<void> {
+  await eventually(async () => {
+    const done = await ctx.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
+    return Number(done[0]!.count) === ids.length ? true : undefined;
+  }, `${ids.length} finalized transactions`, 120_000);
+  const rows = await ctx.db('transactions').whereIn('id', ids).select('ats_id');
+  expect(await ctx.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: String(ids.length) }]);
+  const ledger = await ctx.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).select('kind');
+  expect(ledger.map((e) => e.kind)).to.deep.equal(Array(ids.length).fill('debit'));
+  const onChain = await anchoredAtsIds(api, fromBlock, (await api.rpc.chain.getHeader()).number.toNumber());
+  for (const { ats_id } of rows) expect(onChain.filter((id) => id === Number(ats_id)), `anchors of ats_id ${ats_id}`).to.have.length(1);
+}
+
+describe('chain work under faults', function () {
+  this.timeout(300_000);
+
+  describe('a chain worker killed with SIGKILL', () => {
+    const prefix = `kill_${Date.now()}`;
+    const env: Env = { REDIS_PREFIX: prefix, WORKER_LOCK_MS: '2000' };
+    // web and prepare here; the chain worker is a process of its own, killed mid-way
+    const stack = useStack({ env, queues: ['prepare'] });
+    let api: ApiPromise;
+    before(async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })));
+    after(() => api.disconnect());
+
+    const points = {
+      'chain.batch_signed': 'after signing and storing a batch, before sending it',
+      'chain.in_block': 'between submission and finality',
+      'chain.finalized': 'between finality and indexing',
+    };
+    for (const [point, when] of Object.entries(points)) {
+      it(`${when}: every work is registered exactly once and charged once`, async () => {
+        const app: TestApp = stack.app;
+        const org = await createOrg(app.context, 10_000);
+        const key = await createKey(app.context, org);
+        const fromBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+        const ids: string[] = [];
+        for (let i = 0; i < 3; i++) ids.push((await register(app.url, key.token)).confirm.body.transaction_id);
+
+        const worker = spawnWorker({ ...testServices().env, ...env, WORKER_QUEUES: 'chain', WORKS_FAILPOINT: point, LOG_LEVEL: 'warn' });
+        expect((await worker.exited).signal).to.equal('SIGKILL');
+        const atCrash = await app.context.db('transactions').whereIn('id', ids).pluck('status');
+        expect(atCrash.filter((s) => s !== 'finalized'), 'work left unfinished by the crash').to.not.have.length(0);
+
+        // another worker takes the dead one's jobs once their locks lapse
+        const workers = await startTestWorkers(stack.config, ['chain']);
+        try {
+          await expectExactlyOnce(app.context, api, org, ids, fromBlock);
+        } finally {
+          await workers.stop();
+        }
+      });
+    }
+  });
+
+  describe('Redis flushed mid-run', () => {
+    const prefix = `flush_${Date.now()}`;
+    const env: Env = { REDIS_PREFIX: prefix, WORKER_LOCK_MS: '2000', RECONCILE_EVERY_MS: '1000', RECONCILE_IDLE_SECONDS: '1' };
+    const stack = useStack({ env, queues: ['prepare'] });
+    let api: ApiPromise;
+    before(async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })));
+    after(() => api.disconnect());
+
+    it('the reconciler finishes every confirmed transaction from PostgreSQL', async () => {
+      const app = stack.app;
+      const org = await createOrg(app.context, 10_000);
+      const key = await createKey(app.context, org);
+      const fromBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await register(app.url, key.token)).confirm.body.transaction_id);
+      // a worker gets part of the way (one batch in a block), then dies
+      const worker = spawnWorker({ ...testServices().env, ...env, WORKER_QUEUES: 'chain', WORKS_FAILPOINT: 'chain.in_block', LOG_LEVEL: 'warn' });
+      expect((await worker.exited).signal).to.equal('SIGKILL');
+
+      // every key of this deployment is gone: queues, jobs, locks, quotes
+      const keys = await app.context.redis.keys(`${prefix}:*`);
+      expect(keys.length).to.be.above(0);
+      await app.context.redis.del(...keys);
+      expect(await app.context.queues.chain.getJobCounts()).to.deep.include({ waiting: 0, active: 0 });
+
+      const workers = await startTestWorkers(stack.config, ['chain', 'maintenance']);
+      await scheduleMaintenance(app.context);
+      try {
+        await expectExactlyOnce(app.context, api, org, ids, fromBlock);
+      } finally {
+        await workers.stop();
+      }
+    });
+  });
+
+  describe('the node away for 20 s', () => {
+    // a chain of this test's own, persisted to disk so it restarts where it stopped, with its own relayer
+    const relayerSeed = '//OutageRelayer';
+    let chain: Awaited<ReturnType<typeof startLocalChain>>;
+    let port: number;
+    let dbFile: string;
+    let app: TestApp;
+    let workers: TestWorkers;
+    let api: ApiPromise;
+    const start = async (resume: boolean) => startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
+
+    before(async () => {
+      port = await freePort();
+      dbFile = path.join(testServices().dataDir, `outage-${Date.now()}.sqlite`);
+      chain = await start(false);
+      const config = configWith({ REDIS_PREFIX: `outage_${Date.now()}`, CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: relayerSeed });
+      app = await startApp(config);
+      workers = await startTestWorkers(config, ['prepare', 'chain']);
+      api = await ApiPromise.create({ provider: new WsProvider(chain.wsUrl, 500), noInitWarn: true });
+    });
+    after(async () => {
+      await workers.stop();
+      await app.close();
+      await api.disconnect();
+      await chain.stop();
+    });
+
+    it('work confirmed while it is away waits, and completes once it is back', async () => {
+      const org = await createOrg(app.context, 10_000);
+      const key = await createKey(app.context, org);
+      const fromBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+      const quotes = [];
+      for (let i = 0; i < 3; i++) quotes.push(await quote(app.url, key.token));
+
+      await chain.stop();
+      const confirms = await Promise.all(quotes.map((q) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })));
+      expect(confirms.map((c) => c.status)).to.deep.equal([202, 202, 202]);
+      const ids = confirms.map((c) => c.body.transaction_id as string);
+      const ready = await eventually(async () => {
+        const reply = await call(app.url, 'GET', '/readyz');
+        return reply.status === 503 ? reply : undefined;
+      }, '/readyz to notice the node is gone');
+      expect(ready.body.checks['chain:testnet'].ok).to.equal(false);
+
+      // the outage itself: 20 s by the issue's definition, not a wait for something to happen
+      await new Promise((r) => setTimeout(r, 20_000));
+      const during = await app.context.db('transactions').whereIn('id', ids).pluck('status');
+      expect(during.filter((s) => s === 'failed'), 'nothing fails for the outage alone').to.have.length(0);
+      expect(await app.context.queues.chain.getJobCounts('failed')).to.deep.equal({ failed: 0 });
+
+      chain = await start(true);
+      await expectExactlyOnce(app.context, api, org, ids, fromBlock);
+      expect((await call(app.url, 'GET', '/readyz')).status).to.equal(200);
+    });
+  });
+});

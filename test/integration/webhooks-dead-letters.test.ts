@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
+import { useStack } from '../helpers/workers';
+import { WebhookReceiver, verifySignature } from '../helpers/receiver';
+import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
+import { adminToken } from '../helpers/identity';
+import { createOrg, issuedSecrets } from '../helpers/factories';
+import { configWith } from '../helpers/services';
+import { QUEUE_NAMES } from '../../shared/config';
+
+const BOARD = '/admin/queues';
+const OPERATOR = { user: 'ops', password: randomBytes(18).toString('base64url') };
+const basic = (user: string, password: string) => ({ Authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+
+describe('dead letters and Bull Board', function () {
+  this.timeout(60_000);
+  const stack = useStack({
+    env: { REDIS_PREFIX: `deadletters_${Date.now()}`, WEBHOOK_RETRY_SCHEDULE: '1,1,1', OPERATOR_CREDENTIAL: `${OPERATOR.user}:${OPERATOR.password}` },
+    queues: ['webhooks', 'webhooks-dead'],
+  });
+  let app: TestApp;
+  let receiver: WebhookReceiver;
+  before(async () => {
+    ({ app } = stack);
+    issuedSecrets.add(OPERATOR.password);
+    receiver = await new WebhookReceiver().start();
+    // each delivery is refused with 400 the first time (permanent: dead at once), accepted afterwards
+    receiver.respond = (req) => ({ status: receiver.received.filter((r) => r.headers['x-service-delivery'] === req.headers['x-service-delivery']).length === 1 ? 400 : 200 });
+  });
+  after(() => receiver.stop());
+
+  /** A delivery refused once with 400, dead and parked in the dead-letter queue. */
+  async function deadDelivery(url: string) {
+    const d = await deliverEvent(app.context, url);
+    await deliveryReaches(app.context, d.deliveryId, 'dead');
+    await eventually(async () => {
+      const job = await app.context.queues['webhooks-dead'].getJob(d.deliveryId);
+      return job && (await job.getState()) === 'failed' ? job : undefined;
+    }, 'the dead letter to be parked');
+    return d;
+  }
+
+  it('answers 401 in the error envelope without credentials or with wrong ones', async () => {
+    for (const path of [BOARD, `${BOARD}/`, `${BOARD}/api/queues`, `${BOARD}/static/css/x.css`]) {
+      const reply = await call(app.url, 'GET', path);
+      expectError(reply, 401, 'auth.unauthorized');
+      expect(reply.headers.get('www-authenticate')).to.match(/^Basic realm=/);
+    }
+    expectError(await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/x/retry`), 401, 'auth.unauthorized');
+    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { headers: basic(OPERATOR.user, 'wrong') }), 401, 'auth.unauthorized');
+    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { headers: basic('someone', OPERATOR.password) }), 401, 'auth.unauthorized');
+    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: 'not-a-jwt' }), 401, 'auth.unauthorized');
+    const org = await createOrg(app.context);
+    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org, roles: ['viewer'] }) }), 403, 'common.forbidden');
+  });
+
+  it('opens to an admin JWT or the operator credential and shows every queue', async () => {
+    const org = await createOrg(app.context);
+    for (const auth of [{ token: await adminToken({ organizationId: org }) }, { headers: basic(OPERATOR.user, OPERATOR.password) }]) {
+      const reply = await call(app.url, 'GET', `${BOARD}/api/queues`, auth);
+      expect(reply.status, reply.text).to.equal(200);
+      expect(reply.body.queues.map((q: { name: string }) => q.name)).to.have.members([...QUEUE_NAMES]);
+    }
+    const page = await call(app.url, 'GET', BOARD, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    expect(page.status).to.equal(200);
+    expect(page.headers.get('content-type')).to.match(/^text\/html/);
+    expect(page.text).to.include(`<base href="${BOARD}/"`);
+    expect(page.headers.get('content-security-policy')).to.include("script-src 'self'").and.include("frame-ancestors 'none'");
+    const script = /src="(static\/js\/main\.[^"]+\.js)"/.exec(page.text)![1];
+    const asset = await call(app.url, 'GET', `${BOARD}/${script}`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    expect(asset.status).to.equal(200);
+  });
+
+  it('with OPERATOR_ORG_IDS, opens only to the admins of those organizations', async () => {
+    const [operators, partner] = [await createOrg(app.context), await createOrg(app.context)];
+    const restricted = await startApp(configWith({ OPERATOR_ORG_IDS: operators }));
+    try {
+      expect((await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: operators }) })).status).to.equal(200);
+      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: partner }) }), 403, 'common.forbidden');
+    } finally {
+      await restricted.close();
+    }
+  });
+
+  it('retries a dead letter through the Bull Board API: delivered again, signed afresh, same delivery, dead letter gone', async () => {
+    const url = `${receiver.url}?case=board-dead`;
+    const d = await deadDelivery(url);
+    const [refused] = receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId);
+
+    // the board lists it among the dead letters' failures, with the reason it died
+    const listed = await call(app.url, 'GET', `${BOARD}/api/queues?activeQueue=webhooks-dead&status=failed&page=1&jobsPerPage=50`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    const dead = listed.body.queues.find((q: { name: string }) => q.name === 'webhooks-dead');
+    const entry = dead.jobs.find((j: { id: string }) => j.id === d.deliveryId);
+    expect(entry.failedReason).to.include('HTTP 400');
+
+    const retriedAt = Math.floor(Date.now() / 1000);
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/${d.deliveryId}/retry`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    expect(retry.status, retry.text).to.equal(204);
+
+    const again = await eventually(async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1], 'the redelivery');
+    expect(again.raw).to.equal(refused!.raw);
+    expect(verifySignature(d.key.webhookSecret, again)).to.equal(true);
+    expect(Number(again.headers['x-service-timestamp'])).to.be.at.least(retriedAt);
+    const row = await deliveryReaches(app.context, d.deliveryId, 'delivered');
+    expect(row.attempts).to.equal(2);
+    expect((await attemptRows(app.context, d.deliveryId)).map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([
+      [1, 400, 'dead'],
+      [2, 200, 'delivered'],
+    ]);
+    await eventually(async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true), 'the dead letter to leave its queue');
+  });
+
+  it('does the same for a retry of the failed delivery job itself', async () => {
+    const url = `${receiver.url}?case=board-failed`;
+    const d = await deadDelivery(url);
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { token: await adminToken({ organizationId: await createOrg(app.context) }) });
+    expect(retry.status, retry.text).to.equal(204);
+
+    const again = await eventually(async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1], 'the redelivery');
+    expect(verifySignature(d.key.webhookSecret, again)).to.equal(true);
+    expect((await deliveryReaches(app.context, d.deliveryId, 'delivered')).attempts).to.equal(2);
+    await eventually(async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true), 'the dead letter to leave its queue');
+    // a second retry of a job whose delivery went through sends nothing more
+    const late = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    expect(late.status).to.equal(204);
+    const job = await app.context.queues.webhooks.getJob(d.deliveryId);
+    await eventually(async () => ((await job!.getState()) === 'completed' ? true : undefined), 'the late retry to finish');
+    expect((await app.context.queues.webhooks.getJob(d.deliveryId))!.returnvalue).to.deep.equal({ skipped: 'already delivered' });
+    expect(receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)).to.have.length(2);
+  });
+});

@@ -1,0 +1,52 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Config } from '../../shared/config';
+import { AppError } from '../../shared/errors';
+import type { AdminVerifier } from '../../shared/identity/admin-verifier';
+import { bearerToken } from './auth';
+
+const REALM = 'Basic realm="works-api operators", charset="UTF-8"';
+
+/**
+ * Operator tools (Bull Board): a bearer JWT with the admin role (of an organization in OPERATOR_ORG_IDS when
+ * that is set), or HTTP Basic with OPERATOR_CREDENTIAL when that is configured. Never open: anything else is
+ * 401 in the error envelope (403 for a valid admin token of another organization).
+ */
+export function requireOperator(verify: AdminVerifier, operators: Config['operators']): Middleware {
+  return async (ctx, next) => {
+    const bearer = bearerToken(ctx);
+    if (bearer) {
+      const identity = await verify(bearer);
+      if (operators.orgIds.length > 0 && !operators.orgIds.includes(identity.organizationId)) {
+        throw new AppError('common.forbidden', 'The token does not belong to an operator organization');
+      }
+      ctx.state.operator = identity.subject;
+      return next();
+    }
+    const basic = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'))?.[1];
+    if (operators.credential && basic) {
+      const decoded = Buffer.from(basic, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      const username = decoded.slice(0, Math.max(colon, 0));
+      const password = decoded.slice(colon + 1);
+      // Both compared in full, in constant time, whatever their lengths.
+      const userOk = sameSecret(username, operators.credential.username);
+      const passwordOk = sameSecret(password, operators.credential.password);
+      if (colon > 0 && userOk && passwordOk) {
+        ctx.state.operator = username;
+        return next();
+      }
+    }
+    throw new AppError(
+      'auth.unauthorized',
+      operators.credential ? 'An administrator token or the operator credential is required' : 'An administrator token is required',
+      undefined,
+      operators.credential ? { 'WWW-Authenticate': REALM } : undefined,
+    );
+  };
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}

@@ -36,7 +36,10 @@ async function buildQuote({ app, anchors }: PrepareDeps, organizationId: string,
   const session = await new RegistrationStore(app.redis, app.config.redis.prefix).session(organizationId, jobId);
   if (!session) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
 
-  const audio = await hashAudio(app, session);
+  // a metadata-only version anchors the audio its work already anchored: nothing to read
+  const audio = session.reusedAudio
+    ? { mediaHash: Buffer.from(session.reusedAudio.mediaHash.slice(2), 'hex'), size: session.reusedAudio.size }
+    : await hashAudio(app, session);
   const { commitment, merkleRoot, mediaHash } = computeCommitment(audio.mediaHash, session.title, session.creators);
 
   const wallet = await findWallet(app.db, organizationId, session.network);
@@ -58,7 +61,9 @@ async function buildQuote({ app, anchors }: PrepareDeps, organizationId: string,
   }
   if (!chainQuote.dryRun.ok) throw new AppError('registration.dry_run_failed', `The on-chain dry run failed: ${chainQuote.dryRun.reason}`);
 
-  const price = priceQuote(app.config.pricing, { feePlanck: chainQuote.feePlanck, decimals: chainQuote.decimals, audioBytes: audio.size, kind: session.kind });
+  // storage is charged for new bytes only
+  const storedBytes = session.reusedAudio ? 0 : audio.size;
+  const price = priceQuote(app.config.pricing, { feePlanck: chainQuote.feePlanck, decimals: chainQuote.decimals, audioBytes: storedBytes, kind: session.kind });
   const balance = await balanceOf(app.db, organizationId);
   const affordable = balance >= price.total_price_credits;
   const lifetime = Math.min(app.config.ttl.quoteSeconds, chainQuote.mortalitySeconds);

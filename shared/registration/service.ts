@@ -3,7 +3,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AppContext } from '../context';
 import type { Network } from '../config';
-import { AppError, type ErrorCode } from '../errors';
+import { AppError, notFound, type ErrorCode } from '../errors';
 import type { Principal } from '../api-keys/types';
 import { appendLedgerEntry } from '../ledger/service';
 import type { Creator } from './commitment';
@@ -16,6 +16,14 @@ export interface InitInput {
   readonly network: Network;
   readonly title: string;
   readonly filename: string;
+  readonly creators: Creator[];
+  readonly external_user_ref?: string;
+}
+
+/** Version init (spec 4.5) and init-upload (4.6): no title, the work keeps its own. */
+export interface VersionInitInput {
+  readonly network: Network;
+  readonly filename?: string;
   readonly creators: Creator[];
   readonly external_user_ref?: string;
 }
@@ -59,6 +67,64 @@ export async function initRegistration(app: AppContext, principal: Principal, in
   return reserveUpload(app, session, ttl);
 }
 
+/**
+ * The work a version write targets (spec 4.14, contract §4): the organization's work with this `ats_id` on
+ * the network (another organization's, or none: 404). A write carrying a ref must carry the work's own ref
+ * (a ref sent for an untagged work is a mismatch too): 403. A write without a ref reaches any work.
+ */
+export async function versionTarget(app: AppContext, principal: Principal, network: Network, atsId: number, ref: string | undefined) {
+  const work = await app.db('works').where({ organization_id: principal.organizationId, network, ats_id: atsId }).first();
+  if (!work) throw notFound('Work');
+  if (ref !== undefined && ref !== work.external_user_ref) {
+    throw new AppError('common.forbidden', 'external_user_ref does not match the work (a work keeps the ref it was registered with)');
+  }
+  return work as { id: string; ats_id: string; title: string; asset_filename: string; external_user_ref: string | null; latest_version: number };
+}
+
+/**
+ * Reserves a version: with `filename`, an upload session like registration's (init-upload); without, a
+ * metadata-only version reusing the audio the latest version anchored (init), and no upload URL.
+ */
+export async function initVersion(app: AppContext, principal: Principal, atsId: number, input: VersionInitInput): Promise<UploadJob | { job_id: string }> {
+  assertValid([
+    ...networkProblems(app.config, input.network),
+    ...(input.filename !== undefined ? filenameProblems(input.filename) : []),
+    ...creatorProblems(input.creators),
+    ...refProblems(input.external_user_ref),
+  ]);
+  const work = await versionTarget(app, principal, input.network, atsId, input.external_user_ref);
+  const latest = await app.db('work_versions').where({ work_id: work.id }).orderBy('version', 'desc').first('audio_key', 'media_hash', 'audio_size', 'filename');
+  const jobId = randomUUID();
+  const now = new Date();
+  const ttl = app.config.ttl.uploadSeconds;
+  const base = {
+    jobId,
+    kind: 'add_version' as const,
+    organizationId: principal.organizationId,
+    apiKeyId: principal.apiKeyId,
+    network: input.network,
+    title: work.title,
+    creators: input.creators,
+    // the work's own ref, whether or not the write named it: a work never gains, loses or changes its ref
+    externalUserRef: work.external_user_ref,
+    createdAt: now.toISOString(),
+    uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+    workId: work.id,
+    atsId: Number(work.ats_id),
+  };
+  if (input.filename !== undefined) {
+    return reserveUpload(app, { ...base, filename: input.filename, audioKey: audioKey(principal.organizationId, jobId) }, ttl);
+  }
+  const session: UploadSession = {
+    ...base,
+    filename: latest.filename,
+    audioKey: latest.audio_key,
+    reusedAudio: { mediaHash: latest.media_hash, size: Number(latest.audio_size) },
+  };
+  await registrationStore(app).saveSession(session, ttl);
+  return { job_id: jobId };
+}
+
 export async function reserveUpload(app: AppContext, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
   const url = await getSignedUrl(app.storage.client, new PutObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey }), { expiresIn: ttlSeconds });
   await registrationStore(app).saveSession(session, ttlSeconds);
@@ -72,10 +138,10 @@ export type PrepareOutcome = { ok: true; quote: PreparedQuote } | { ok: false; c
  * Prepare (spec 4.3): the web hands the hashing and the chain dry run to a `prepare` worker and waits for
  * its answer, bounded; the quote it returns is stored in Redis for confirm.
  */
-export async function prepareJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind']): Promise<PreparedQuote> {
+export async function prepareJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<PreparedQuote> {
   const store = registrationStore(app);
   const session = await store.session(principal.organizationId, jobId);
-  if (!session || session.kind !== kind) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
+  if (!session || session.kind !== kind || (kind === 'add_version' && session.atsId !== atsId)) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
   const events = app.prepareEvents();
   await events.waitUntilReady();
   const job = await app.queues.prepare.add('prepare', { organizationId: principal.organizationId, jobId });
@@ -103,10 +169,10 @@ export interface TransactionHandle {
  * Confirm (spec 4.4): takes the quote atomically, then debits the quoted price and records the transaction
  * in one SQL transaction, and enqueues it. A confirm that cannot complete puts the quote back.
  */
-export async function confirmJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind']): Promise<TransactionHandle> {
+export async function confirmJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<TransactionHandle> {
   const store = registrationStore(app);
   const quote = await store.consumeQuote(principal.organizationId, jobId);
-  if (!quote || quote.session.kind !== kind) {
+  if (!quote || quote.session.kind !== kind || (kind === 'add_version' && quote.session.atsId !== atsId)) {
     if (quote) await store.restoreQuote(quote);
     throw new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
   }

@@ -21,6 +21,11 @@ export interface UploadSession {
   /** Versions only: the target work. */
   readonly workId?: string;
   readonly atsId?: number;
+  /**
+   * Metadata-only versions: the audio already anchored by the work's latest version, reused as is
+   * (`audioKey` is then that version's object; nothing is uploaded).
+   */
+  readonly reusedAudio?: { readonly mediaHash: string; readonly size: number };
 }
 
 export interface PriceLines {

@@ -28,27 +28,43 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
     const inclusion = { blockHash: tx.blockHash, blockNumber: tx.blockNumber, index: tx.extrinsicIndex };
     const q = tx.quote;
     const wallet = await findWallet(trx, tx.organizationId, tx.network);
-    const workId = tx.type === 'register' ? q.session.jobId : tx.workId!;
-    const accessCode = tx.type === 'register' && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
-    await trx('works').insert({
-      id: workId,
-      organization_id: tx.organizationId,
-      network: tx.network,
-      ats_id: tx.atsId,
-      owner: wallet!.address,
-      title: q.session.title,
-      asset_filename: q.session.filename,
-      latest_version: 1,
-      latest_commitment: q.commitment,
-      external_user_ref: tx.externalUserRef,
-      access_code_hash: accessCode ? createHash('sha256').update(accessCode).digest() : null,
-      has_files: true,
-      created_at: finalizedAt,
-      latest_version_at: finalizedAt,
-    });
+    const registering = tx.type === 'register';
+    const workId = registering ? q.session.jobId : tx.workId!;
+    const version = registering ? 1 : tx.version!;
+    const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
+    if (registering) {
+      await trx('works').insert({
+        id: workId,
+        organization_id: tx.organizationId,
+        network: tx.network,
+        ats_id: tx.atsId,
+        owner: wallet!.address,
+        title: q.session.title,
+        asset_filename: q.session.filename,
+        latest_version: 1,
+        latest_commitment: q.commitment,
+        external_user_ref: tx.externalUserRef,
+        access_code_hash: accessCode ? createHash('sha256').update(accessCode).digest() : null,
+        has_files: true,
+        created_at: finalizedAt,
+        latest_version_at: finalizedAt,
+      });
+    } else {
+      // versions of a work are numbered one after another (see allocateVersion); the row lock orders writers
+      const work = await trx('works').where({ id: workId }).forUpdate().first('latest_version');
+      if (Number(work.latest_version) + 1 !== version) throw new Error(`work ${workId} is at version ${work.latest_version}; cannot add version ${version}`);
+      await trx('works')
+        .where({ id: workId })
+        .update({
+          latest_version: version,
+          latest_commitment: q.commitment,
+          latest_version_at: finalizedAt,
+          ...(q.session.reusedAudio ? {} : { asset_filename: q.session.filename }),
+        });
+    }
     await trx('work_versions').insert({
       work_id: workId,
-      version: 1,
+      version,
       transaction_id: tx.id,
       commitment: q.commitment,
       media_hash: q.mediaHash,
@@ -67,7 +83,7 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
     const explorer = explorerUrl(app, tx, inclusion);
     const result = {
       ats_id: tx.atsId,
-      version: 1,
+      version,
       work_id: workId,
       tx_hash: tx.txHash,
       block_number: inclusion.blockNumber,
@@ -83,7 +99,7 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
       block_number: inclusion.blockNumber,
       extrinsic_index: inclusion.index,
       work_id: workId,
-      version: 1,
+      version,
       result,
       finalized_at: finalizedAt,
     });
@@ -91,9 +107,9 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
       transactionId: tx.id,
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
-      type: 'work_registered',
+      type: registering ? 'work_registered' : 'work_updated',
       payload: {
-        event: 'work_registered',
+        event: registering ? 'work_registered' : 'work_updated',
         transaction_id: tx.id,
         organization_id: tx.organizationId,
         api_key_id: tx.apiKeyId,
@@ -106,6 +122,8 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
         access_code: null,
         explorer_url: explorer,
         finalized_at: finalizedAt.toISOString(),
+        // contract §7: work_updated is work_registered's fields plus the version
+        ...(registering ? {} : { version }),
       },
       accessCode,
     });

@@ -40,6 +40,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
 
   if (!tx.callHex) {
     tx = await step(app, tx, 'preparing_transaction');
+    tx = await allocateVersion(app, tx);
     tx = await step(app, tx, 'signing');
     tx = await prepareCall(deps, tx);
   }
@@ -71,6 +72,33 @@ async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: 
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
   return { ...tx, steps, currentStep: name, status: extra.status ?? tx.status };
+}
+
+/**
+ * A new version's number: the work's latest + 1, taken only once every earlier version write of the work
+ * (by confirm order) has ended. Concurrent updates of one work are thereby serialized and numbered without
+ * gaps or duplicates: a version that fails hands its number to the next.
+ */
+async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<TransactionRow> {
+  if (tx.type !== 'add_version' || tx.version !== null) return tx;
+  const deadline = Date.now() + SUBMITTER_WAIT_MS;
+  for (;;) {
+    const allocated = await app.db.transaction(async (trx) => {
+      const work = await trx('works').where({ id: tx.workId }).forUpdate().first('latest_version');
+      const ahead = await trx('transactions')
+        .where({ work_id: tx.workId, type: 'add_version' })
+        .whereIn('status', ['pending', 'submitted', 'in_block'])
+        // compared in SQL: created_at has microseconds a JavaScript Date would drop
+        .whereRaw('(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ?)', [tx.id])
+        .first('id');
+      if (ahead) return false;
+      await trx('transactions').where({ id: tx.id }).whereNull('version').update({ version: Number(work.latest_version) + 1 });
+      return true;
+    });
+    if (allocated) return (await findTransaction(app.db, tx.id))!;
+    if (Date.now() > deadline) throw new RetryLater('an earlier version of this work is still on its way');
+    await delay(SUBMITTER_POLL_MS);
+  }
 }
 
 /**

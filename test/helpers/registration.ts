@@ -50,3 +50,28 @@ export async function register(base: string, token: string, body: Record<string,
   const confirm = await call(base, 'POST', '/v1/works/confirm', { token, body: { job_id: quoted.jobId } });
   return { ...quoted, confirm };
 }
+
+export interface Versioned {
+  readonly jobId: string;
+  readonly init: Reply;
+  readonly prepare: Reply;
+  readonly confirm: Reply;
+}
+
+/**
+ * Adds a version to the work `atsId`: metadata only (init) when no audio is given, else with new audio
+ * (init-upload, PUT); then prepare and confirm. Asserts init and prepare succeed.
+ */
+export async function addVersion(base: string, token: string, atsId: number, body: Record<string, unknown>, audio?: Buffer): Promise<Versioned> {
+  const path = `/v1/works/${atsId}/versions`;
+  const init = await call(base, 'POST', `${path}/${audio ? 'init-upload' : 'init'}`, { token, body });
+  if (init.status !== 200) throw new Error(`version init: ${init.status} ${init.text}`);
+  if (audio) {
+    const put = await upload(init.body.upload_url, audio);
+    if (put.status !== 200) throw new Error(`upload: ${put.status} ${await put.text()}`);
+  }
+  const prepare = await call(base, 'POST', `${path}/prepare`, { token, body: { job_id: init.body.job_id } });
+  if (prepare.status !== 200) throw new Error(`version prepare: ${prepare.status} ${prepare.text}`);
+  const confirm = await call(base, 'POST', `${path}/confirm`, { token, body: { job_id: init.body.job_id } });
+  return { jobId: init.body.job_id, init, prepare, confirm };
+}

@@ -38,6 +38,22 @@ export const initRegistrationSchema = {
   },
 } as const;
 
+/** Version init (spec 4.5): metadata only, no title (the work keeps its own). */
+export const initVersionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['network', 'creators'],
+  properties: { network, creators, external_user_ref: externalUserRef },
+} as const;
+
+/** Version init-upload (spec 4.6): new audio too. */
+export const initVersionUploadSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['network', 'filename', 'creators'],
+  properties: { ...initVersionSchema.properties, filename: { type: 'string', minLength: 1, maxLength: 255 } },
+} as const;
+
 export const jobIdSchema = {
   type: 'object',
   additionalProperties: false,

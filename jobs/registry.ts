@@ -4,6 +4,7 @@ import { chainProcessor } from './chain/processor';
 import { webhooksProcessor } from './webhooks/processor';
 import { webhooksDeadProcessor } from './webhooks-dead/processor';
 import { maintenanceProcessor } from './maintenance/processor';
+import { certificatesProcessor } from './certificates/processor';
 
 /** The processor of each queue. A queue appears here once its processor exists. */
 export const PROCESSORS: ProcessorRegistry = {
@@ -12,4 +13,5 @@ export const PROCESSORS: ProcessorRegistry = {
   webhooks: webhooksProcessor,
   'webhooks-dead': webhooksDeadProcessor,
   maintenance: maintenanceProcessor,
+  certificates: certificatesProcessor,
 };

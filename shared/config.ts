@@ -5,7 +5,7 @@
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
 
-export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'maintenance'] as const;
+export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'maintenance', 'certificates'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export type Env = Record<string, string | undefined>;
@@ -85,6 +85,17 @@ export interface Config {
   readonly chainBatchMax: number;
   /** The reconciler: how often it runs, and how long a transaction must sit untouched to count as stuck. */
   readonly reconcile: { readonly everyMs: number; readonly idleSeconds: number };
+  /** Live transaction tracking (WebSocket and socket.io on the web process). */
+  readonly live: {
+    /** Open live sockets an organization may hold on one web process. */
+    readonly maxSocketsPerOrg: number;
+    /** Ping period; a socket that has not answered the previous ping is dropped. */
+    readonly heartbeatSeconds: number;
+    /** A socket with no frame either way for this long is closed. */
+    readonly idleTimeoutSeconds: number;
+    /** Bytes a socket may have waiting to be sent before it is dropped as a slow consumer. */
+    readonly maxBufferedBytes: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -222,6 +233,12 @@ export function loadConfig(env: Env = process.env): Config {
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
     chainBatchMax: read.int('CHAIN_BATCH_MAX', 100, 1, 1000),
     reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
+    live: {
+      maxSocketsPerOrg: read.int('WS_MAX_SOCKETS_PER_ORG', 1000, 1, 1_000_000),
+      heartbeatSeconds: read.int('WS_HEARTBEAT_SECONDS', 30, 1, 3600),
+      idleTimeoutSeconds: read.int('WS_IDLE_TIMEOUT_SECONDS', 900, 1, 86400),
+      maxBufferedBytes: read.int('WS_MAX_BUFFERED_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
+    },
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');

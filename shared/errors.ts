@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   'common.method_not_allowed': 405,
   'common.conflict': 409,
   'common.payload_too_large': 413,
+  'common.headers_too_large': 431,
   'common.unsupported_media_type': 415,
   'common.validation_failed': 422,
   'registration.upload_session_not_found': 404,

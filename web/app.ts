@@ -12,8 +12,10 @@ import { apiKeysRouter } from './routes/api-keys/router';
 import { sessionsRouter } from './routes/sessions/router';
 import { devIdpRouter } from './routes/dev-idp/router';
 import { worksRouter } from './routes/works/router';
+import { worksReadRouter } from './routes/works-read/router';
 import { transactionsRouter } from './routes/transactions/router';
 import { queuesBoard } from './routes/queues-board/board';
+import { docsRouter } from './routes/docs/router';
 
 export interface WebAppOptions {
   /** Overrides the JWKS-backed administrator verifier (tests with a local key set). */
@@ -39,7 +41,7 @@ export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa 
   koa.use(jsonBody(app.config.http.bodyLimitBytes));
   koa.use(queuesBoard(app, verifyAdmin));
 
-  const routers = [healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), transactionsRouter(app)];
+  const routers = [docsRouter({ includeDev: Boolean(app.config.identity.devKeyFile) }), healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), worksReadRouter(app), transactionsRouter(app)];
   if (app.config.identity.devKeyFile) routers.push(devIdpRouter(app.config.identity.devKeyFile));
   for (const router of routers) koa.use(router.routes()).use(router.allowedMethods());
   return koa;

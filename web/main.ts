@@ -3,18 +3,26 @@ import { loadConfigOrExit, type Config } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
 import { createContext, closeContext } from '../shared/context';
 import { createWebApp } from './app';
+import { attachLiveTracking, type LiveTracking } from './ws';
+import { answerClientErrors } from './client-errors';
 
 export interface RunningWeb {
   readonly server: http.Server;
   readonly url: string;
+  readonly live: LiveTracking;
   stop(): Promise<void>;
 }
 
-/** Starts the web process: HTTP on PORT; closes in order on stop (stop accepting, drain, close connections). */
+/**
+ * Starts the web process: HTTP on PORT with live tracking (WebSocket, socket.io) on the same server; closes in
+ * order on stop (live sockets, stop accepting, drain, close connections).
+ */
 export async function startWeb(config: Config, log: Logger): Promise<RunningWeb> {
   const context = createContext(config, log.child({ process: 'web' }), 'web');
   const app = createWebApp(context);
   const server = http.createServer(app.callback());
+  answerClientErrors(server);
+  const live = attachLiveTracking(server, context);
   server.headersTimeout = 15_000;
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 5_000;
@@ -25,7 +33,9 @@ export async function startWeb(config: Config, log: Logger): Promise<RunningWeb>
   return {
     server,
     url: `http://${host}:${port}`,
+    live,
     async stop() {
+      await live.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

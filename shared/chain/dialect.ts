@@ -1,19 +1,14 @@
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
-import type { Network } from '../config';
-import { encodeSignedAnchor, type AnchorAction } from './remark-payload';
+import { encodeSignedAnchor, type AnchorFields } from './remark-payload';
 import { atsDialect } from './ats';
 
-/** One registration or version to anchor, with the owner's wallet seed for the signature inside the call. */
-export interface AnchorRequest {
-  readonly action: AnchorAction;
-  readonly network: Network;
-  readonly protocolVersion: number;
-  /** remark: assigned by the service; ats: the work's chain id (updates only). */
-  readonly atsId: bigint;
-  /** API version number (the registration is 1). */
-  readonly version: number;
-  readonly commitment: Buffer;
+/**
+ * One registration or version to anchor (`atsId`: assigned by the service for remark, the work's chain id
+ * for ats updates; `version`: the API's, the registration is 1), with the owner's wallet seed for the
+ * signature inside the call.
+ */
+export interface AnchorRequest extends Omit<AnchorFields, 'ownerPublicKey'> {
   readonly ownerSeed: Buffer;
 }
 

@@ -43,6 +43,12 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, ...keep },
     concurrency: 1,
   },
+  certificates: {
+    description: 'Render the PDF certificate of each finalized version and store it in S3 (job id certificate-<work>-<version>)',
+    // rendering is CPU work: a few at a time; a version missing its certificate is also rendered on download
+    defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 5000 }, ...keep },
+    concurrency: 2,
+  },
 };
 
 export function bullPrefix(redisPrefix: string): string {

@@ -11,6 +11,7 @@ import { RegistrationStore } from './store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
 import { createTransaction } from '../transactions/service';
+import { publishTransactionUpdate } from '../transactions/updates';
 
 export interface InitInput {
   readonly network: Network;
@@ -188,6 +189,7 @@ export async function confirmJob(app: AppContext, principal: Principal, jobId: s
     await store.restoreQuote(quote).catch(() => undefined);
     throw err;
   }
+  await publishTransactionUpdate(app, transactionId);
   await app.queues.chain.add('transaction', { transactionId }, { jobId: transactionId }).catch((err) => {
     // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
     app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');

@@ -7,6 +7,8 @@ import { recordEvent } from '../webhooks/service';
 import { enqueueDelivery } from '../webhooks/enqueue';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
+import { publishTransactionUpdate } from './updates';
+import { enqueueCertificate } from '../certificates/service';
 
 // The two ends of a confirmed transaction: finalized and indexed, or failed and refunded.
 
@@ -129,6 +131,8 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
     });
   });
   await deliverAfterCommit(app, deliveryId);
+  await publishTransactionUpdate(app, transactionId);
+  await enqueueCertificate(app, transactionId);
   return (await findTransaction(app.db, transactionId))!;
 }
 
@@ -136,6 +140,7 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
 export async function fail(app: AppContext, transactionId: string, reason: string, message: string): Promise<TransactionRow> {
   const deliveryId = await app.db.transaction((trx) => failWithin(trx, app, transactionId, reason, message));
   await deliverAfterCommit(app, deliveryId);
+  await publishTransactionUpdate(app, transactionId);
   return (await findTransaction(app.db, transactionId))!;
 }
 

@@ -9,6 +9,7 @@ import { findTransaction, updateTransaction, type TransactionRow } from './repo'
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
+import { publishTransactionUpdate } from './updates';
 
 export interface PipelineDeps {
   readonly app: AppContext;
@@ -71,6 +72,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
 async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {}): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
+  await publishTransactionUpdate(app, tx.id);
   return { ...tx, steps, currentStep: name, status: extra.status ?? tx.status };
 }
 

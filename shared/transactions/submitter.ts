@@ -6,6 +6,7 @@ import { deliverAfterCommit, failWithin } from './outcomes';
 import { updateTransaction } from './repo';
 import { failpoint } from '../failpoints';
 import { enterStep } from './steps';
+import { publishTransactionUpdates } from './updates';
 
 export interface SubmissionRow {
   readonly id: string;
@@ -116,6 +117,7 @@ export class RelayerSubmitter {
       const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex as string), this.app.config.chainBatchMax);
       const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id as string));
       if (!submission) continue;
+      await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id as string));
       failpoint('chain.batch_signed');
       await this.send(submission, { checkChainFirst: false });
     }
@@ -179,6 +181,7 @@ export class RelayerSubmitter {
 
   /** Every item's outcome, from its own events: included, failed alone (refunded), or back to be batched. */
   private async recordInclusion(submission: SubmissionRow, inclusion: Inclusion): Promise<void> {
+    const touched: string[] = [];
     const deliveries = await this.app.db.transaction(async (trx) => {
       await trx('chain_submissions').where({ id: submission.id }).update({
         status: 'in_block',
@@ -188,6 +191,7 @@ export class RelayerSubmitter {
         updated_at: trx.fn.now(),
       });
       const items = await this.items(trx, submission.id);
+      touched.push(...items.map((i) => i.id as string));
       const out: (string | null)[] = [];
       for (const item of items) {
         const outcome = inclusion.items[item.batch_index];
@@ -213,11 +217,13 @@ export class RelayerSubmitter {
       return out;
     });
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
+    await publishTransactionUpdates(this.app, touched);
     this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
   }
 
   /** The batch can never be included: hand its nonce back and send its items on, or fail them. */
   private async abandon(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string): Promise<void> {
+    const touched: string[] = [];
     const deliveries = await this.app.db.transaction(async (trx) => {
       await trx('chain_submissions').where({ id: submission.id }).update({ status, updated_at: trx.fn.now() });
       await trx('relayer_nonces')
@@ -226,6 +232,7 @@ export class RelayerSubmitter {
         .update({ next_nonce: submission.nonce });
       const out: (string | null)[] = [];
       for (const item of await this.items(trx, submission.id)) {
+        touched.push(item.id);
         if (status === 'expired' && Number(item.signings) < MAX_SIGNINGS) {
           await detach(trx, item.id);
         } else {
@@ -236,6 +243,7 @@ export class RelayerSubmitter {
       return out;
     });
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
+    await publishTransactionUpdates(this.app, touched);
     this.app.log.warn({ network: submission.network, submission_id: submission.id, status, reason }, 'batch abandoned');
   }
 
@@ -254,6 +262,7 @@ export class RelayerSubmitter {
         .where({ submission_id: submissionId, status: 'in_block' })
         .update({ status: 'submitted', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
     });
+    await publishTransactionUpdates(this.app, await this.app.db('transactions').where({ submission_id: submissionId }).pluck('id'));
   }
 }
 

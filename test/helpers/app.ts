@@ -4,7 +4,10 @@ import type { Config } from '../../shared/config';
 import { createLogger } from '../../shared/logger';
 import { createContext, closeContext, type AppContext } from '../../shared/context';
 import { createWebApp, type WebAppOptions } from '../../web/app';
+import { attachLiveTracking, type LiveTracking } from '../../web/ws';
+import { answerClientErrors } from '../../web/client-errors';
 import { testServices } from './services';
+import { checkResponse } from './contract';
 
 /** Every log line written by every app and worker of the run, for the secret scan. */
 export const logLines: string[] = [];
@@ -21,6 +24,8 @@ export const testLogger = () => createLogger('debug', logSink);
 export interface TestApp {
   readonly url: string;
   readonly context: AppContext;
+  /** The WebSocket and socket.io side of this web process. */
+  readonly live: LiveTracking;
   close(): Promise<void>;
 }
 
@@ -29,12 +34,16 @@ export async function startApp(config: Config = testServices().config, options: 
   const context = createContext(config, testLogger(), 'web');
   await whenConnected(context);
   const server = http.createServer(createWebApp(context, options).callback());
+  answerClientErrors(server);
+  const live = attachLiveTracking(server, context);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
     context,
+    live,
     async close() {
+      await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await closeContext(context);
@@ -74,6 +83,7 @@ export async function call<T = any>(base: string, method: string, path: string, 
   } catch {
     parsed = undefined;
   }
+  checkResponse(method, base + path, res.status, res.headers.get('content-type'), parsed, text);
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 

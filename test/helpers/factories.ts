@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { AppContext } from '../../shared/context';
 import { createOrganization, setOrganizationStatus } from '../../shared/organizations/service';
 import { createApiKey } from '../../shared/api-keys/service';
@@ -36,4 +37,39 @@ export async function createKey(
   });
   issuedSecrets.add(created.token).add(created.webhookSecret);
   return { id: created.key.id, token: created.token, webhookSecret: created.webhookSecret };
+}
+
+export interface WorkRowOptions {
+  readonly network?: 'testnet' | 'mainnet';
+  readonly externalUserRef?: string | null;
+  /** Seconds before now() of each row's created_at (0 for all: one shared timestamp, ties broken by id). */
+  readonly ageSeconds?: (index: number) => number;
+}
+
+/**
+ * Finalized works inserted straight into the index, for volume (listing, pagination): `count` rows of one
+ * organization, with ats_ids taken from the network's counter so real registrations never collide with them.
+ * Returns their ids in insertion order.
+ */
+export async function insertWorks(ctx: AppContext, organizationId: string, count: number, options: WorkRowOptions = {}): Promise<string[]> {
+  const network = options.network ?? 'testnet';
+  const [reserved] = await ctx.db('ats_counters').where({ network }).increment('next_id', count).returning('next_id');
+  const firstAtsId = Number(reserved.next_id) - count;
+  const rows = Array.from({ length: count }, (_, i) => ({
+    id: randomUUID(),
+    organization_id: organizationId,
+    network,
+    ats_id: firstAtsId + i,
+    owner: '5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY',
+    title: `Work ${++counter}`,
+    asset_filename: `work-${counter}.wav`,
+    latest_version: 1,
+    latest_commitment: `0x${randomBytes(32).toString('hex')}`,
+    external_user_ref: options.externalUserRef ?? null,
+    has_files: true,
+    created_at: ctx.db.raw(`now() - make_interval(secs => ?)`, [options.ageSeconds?.(i) ?? 0]),
+    latest_version_at: ctx.db.fn.now(),
+  }));
+  for (let i = 0; i < rows.length; i += 500) await ctx.db('works').insert(rows.slice(i, i + 500));
+  return rows.map((r) => r.id);
 }

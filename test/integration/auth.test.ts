@@ -1,14 +1,9 @@
 import { expect } from 'chai';
-import Koa from 'koa';
-import http from 'node:http';
 import { generateKeyPair } from 'jose';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, suspendOrg } from '../helpers/factories';
 import { adminToken, IDP } from '../helpers/identity';
 import { generateToken } from '../../shared/api-keys/token';
-import { requirePrincipal } from '../../web/middleware/auth';
-import { errors } from '../../web/middleware/errors';
-import { requestId } from '../../web/middleware/request-id';
 
 describe('authentication and authorization (contract §1–2)', () => {
   let app: TestApp;
@@ -65,23 +60,14 @@ describe('authentication and authorization (contract §1–2)', () => {
     });
 
     it('403 auth.insufficient_scope when the key lacks the route scope', async () => {
-      // The real middleware, mounted on a route that needs works:update.
-      const koa = new Koa();
-      koa.use(requestId()).use(errors(app.context.log));
-      koa.use(requirePrincipal({ db: app.context.db, secretsKey: app.context.config.secrets.key, log: app.context.log }, { scope: 'works:update' }));
-      koa.use((ctx) => (ctx.body = { ok: true }));
-      const server = http.createServer(koa.callback()).listen(0, '127.0.0.1');
-      await new Promise((r) => server.once('listening', r));
-      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-      try {
-        const org = await createOrg(app.context);
-        const registerOnly = await createKey(app.context, org, ['works:register']);
-        const updater = await createKey(app.context, org, ['works:update']);
-        expectError(await call(base, 'GET', '/', { token: registerOnly.token }), 403, 'auth.insufficient_scope');
-        expect((await call(base, 'GET', '/', { token: updater.token })).status).to.equal(200);
-      } finally {
-        server.close();
-      }
+      const org = await createOrg(app.context);
+      const registerOnly = await createKey(app.context, org, ['works:register']);
+      const updater = await createKey(app.context, org, ['works:update']);
+      const body = { network: 'testnet', creators: [{ full_name: 'A', roles: { author: true } }] };
+      // version writes need works:update; past the scope check, an unknown work is 404
+      expectError(await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: registerOnly.token, body }), 403, 'auth.insufficient_scope');
+      expectError(await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: updater.token, body }), 404, 'common.not_found');
+      expectError(await call(app.url, 'POST', '/v1/works/init', { token: updater.token, body }), 403, 'auth.insufficient_scope');
     });
 
     it('records last_used_at, at most once a minute per key', async () => {

@@ -46,7 +46,7 @@ describe('new versions of a registered work', function () {
   /** A finalized registration of a fresh organization; its key can register, update and read. */
   async function registered(ref?: string) {
     const org = await createOrg(app.context, 100_000);
-    const key = await createKey(app.context, org, ['works:register', 'works:update'], receiver.url);
+    const key = await createKey(app.context, org, ['works:register', 'works:update', 'works:read'], receiver.url);
     const body = initBody(ref ? { external_user_ref: ref } : {});
     const r = await register(app.url, key.token, body);
     const tx = await settled(app.context, r.confirm.body.transaction_id);
@@ -105,6 +105,21 @@ describe('new versions of a registered work', function () {
     expect(versions.map((v) => [v.version, v.filename])).to.deep.equal([[1, 'symphony.wav'], [2, 'symphony.wav'], [3, 'symphony-v3.flac']]);
     expect(versions[1].audio_key).to.equal(versions[0].audio_key); // metadata-only: the audio it anchored
     expect(versions[1].media_hash).to.equal(versions[0].media_hash);
+
+    // read back (issue 7): detail, versions, creators, and each version's audio, byte for byte
+    const detail = await call(app.url, 'GET', `/v1/works/${atsId}?network=testnet`, { token: key.token });
+    expect(detail.body).to.deep.include({ id: workId, ats_id: atsId, latest_version: 3, asset_filename: 'symphony-v3.flac', versions_count: 3 });
+    const listed = await call(app.url, 'GET', `/v1/works/${atsId}/versions?network=testnet`, { token: key.token });
+    expect(listed.body.versions.map((v: { version: number; commitment: string }) => [v.version, v.commitment])).to.deep.equal(versions.map((v) => [v.version, v.commitment]));
+    const creatorsOf = async (v?: number) => (await call(app.url, 'GET', `/v1/works/${atsId}/creators?network=testnet${v ? `&version=${v}` : ''}`, { token: key.token })).body;
+    expect((await creatorsOf()).creators.map((c: { full_name: string }) => c.full_name)).to.deep.equal(creators3.map((c) => c.full_name));
+    expect((await creatorsOf(2)).creators.map((c: { full_name: string }) => c.full_name)).to.deep.equal(['Grace Hopper']);
+    for (const [v, bytes] of [[1, audio], [2, audio], [3, audio3]] as const) {
+      const link = await call(app.url, 'GET', `/v1/works/${workId}/versions/${v}/download/audio`, { token: key.token });
+      expect(link.status).to.equal(200);
+      const got = Buffer.from(await (await fetch(link.body.url)).arrayBuffer());
+      expect(got.equals(bytes), `the audio of version ${v}`).to.equal(true);
+    }
 
     // the verifier CLI's check passes for every version
     const checks = await verifyAnchors(app.context.chains, 'testnet', {

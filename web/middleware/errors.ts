@@ -51,7 +51,8 @@ export function errors(log: Logger): Middleware {
   };
 }
 
-function isUnavailable(err: unknown): boolean {
+/** A dependency (Redis, PostgreSQL) is down: 503, not 500. */
+export function isUnavailable(err: unknown): boolean {
   if (isRedisUnavailable(err)) return true;
   const code = (err as { code?: string })?.code;
   const message = (err as Error)?.message ?? '';

@@ -3,11 +3,13 @@ import type { Middleware } from 'koa';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The caller's X-Request-Id when it is short and safe, else a fresh one. */
+export const pickRequestId = (incoming: string | undefined): string => (incoming && SAFE_ID.test(incoming) ? incoming : randomUUID());
+
 /** Reuses a caller's X-Request-Id when it is short and safe, else mints one; echoes it on every response. */
 export function requestId(): Middleware {
   return async (ctx, next) => {
-    const incoming = ctx.get('X-Request-Id');
-    const id = SAFE_ID.test(incoming) ? incoming : randomUUID();
+    const id = pickRequestId(ctx.get('X-Request-Id'));
     ctx.state.requestId = id;
     ctx.set('X-Request-Id', id);
     await next();

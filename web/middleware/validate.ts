@@ -33,3 +33,23 @@ export function validateBody<T>(schema: JSONSchemaType<T> | SchemaObject, option
     await next();
   };
 }
+
+/** Query strings are text: this instance turns `first=20` into a number before checking it. */
+const queryAjv = new Ajv({ allErrors: true, strict: true, coerceTypes: true, useDefaults: true });
+
+/**
+ * Validates the query string against a schema (400 `common.bad_request` with details, contract §1: a
+ * malformed query); the coerced value, defaults filled in, is left in ctx.state.query.
+ */
+export function validateQuery<T>(schema: SchemaObject): Middleware {
+  const check = queryAjv.compile<T>(schema);
+  return async (ctx, next) => {
+    const query = { ...ctx.query };
+    if (!check(query)) {
+      const details = toDetails(check.errors);
+      throw new AppError('common.bad_request', `Invalid query: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
+    }
+    ctx.state.query = query;
+    await next();
+  };
+}

@@ -1,0 +1,107 @@
+import path from 'node:path';
+import { fork } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { createLogger } from '../shared/logger';
+import { createContext, closeContext } from '../shared/context';
+import { createOrg, createKey } from '../test/helpers/factories';
+import { initBody } from '../test/helpers/registration';
+import { benchMain, say } from './lib/main';
+import { pick } from './lib/options';
+import { BenchReport } from './lib/report';
+import { startBenchServices } from './lib/services';
+import { startWebProcess, startWorkerProcess } from './lib/processes';
+import { msSince, repeat } from './lib/stats';
+
+/**
+ * Prepare of a large upload: wall time from the prepare request to its quote (HEAD, GET streamed through
+ * SHA-256, commitment, fee and dry run on the chain), beside (a) a plain S3 GET of the same object by the same
+ * client in a process of its own and (b) `sha256sum` of the same bytes on local disk; and the prepare worker's
+ * peak RSS increase (kernel VmHWM, reset before each prepare) in its own process.
+ */
+benchMain(async (options) => {
+  const mb = pick(options, options.size, 256, 1);
+  const runs = pick(options, options.runs, 5, 2);
+  const bytes = mb * 1024 * 1024;
+  const report = new BenchReport('hash', options.smoke, { upload_mb: mb, runs });
+  say(`hash: ${mb} MB, ${runs} runs`);
+  const services = await startBenchServices('hash', { blocks: 'instant' });
+  Object.assign(report.versions, services.versions);
+  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const worker = await startWorkerProcess(services.env, services.config, ['prepare'], { profileDir: options.profileDir });
+  const getter = fork(path.join(__dirname, 'lib/s3-get.ts'), [], { execArgv: ['--expose-gc', '--import', 'tsx'], env: { PATH: process.env.PATH, ...services.env } });
+  try {
+    await new Promise((resolve) => getter.once('message', resolve));
+    const key = await createKey(context, await createOrg(context, 1_000_000));
+    const post = async (pathname: string, body: unknown) => {
+      const res = await fetch(web.url + pathname, { method: 'POST', headers: { Authorization: `Bearer ${key.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const json = (await res.json()) as Record<string, any>;
+      if (res.status !== 200) throw new Error(`${pathname}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+
+    // one upload, hashed again on every run; the same bytes on local disk for sha256sum
+    const audio = randomBytes(bytes);
+    const file = path.join(services.dataDir, 'audio.bin');
+    await new Promise<void>((resolve, reject) => createWriteStream(file).on('error', reject).end(audio, resolve));
+    const init = await post('/v1/works/init', initBody());
+    const put = await fetch(init.upload_url, { method: 'PUT', body: audio as unknown as BodyInit });
+    if (put.status !== 200) throw new Error(`upload: ${put.status}`);
+    const audioKey = new URL(init.upload_url).pathname.split('/').slice(2).join('/');
+    await post('/v1/works/prepare', { job_id: init.job_id }); // warms the worker's S3, chain and database paths
+
+    const samples = await repeat(runs, async (run) => {
+      const get = await new Promise<{ ms: number; bytes: number; peakRssIncrease: number }>((resolve) => {
+        getter.once('message', resolve as (m: unknown) => void);
+        getter.send({ key: audioKey });
+      });
+      if (get.bytes !== bytes) throw new Error(`the plain GET read ${get.bytes} bytes of ${bytes}`);
+
+      const shaStarted = process.hrtime.bigint();
+      const sha = spawnSync('sha256sum', [file], { encoding: 'utf8' });
+      const shaMs = msSince(shaStarted);
+      if (sha.status !== 0) throw new Error(`sha256sum: ${sha.stderr}`);
+
+      const before = worker.rss();
+      worker.resetPeak();
+      const started = process.hrtime.bigint();
+      const quote = await post('/v1/works/prepare', { job_id: init.job_id });
+      const prepareMs = msSince(started);
+      const rssIncrease = worker.peak() - before;
+      if (`0x${sha.stdout.slice(0, 64)}` === quote.commitment) throw new Error('unexpected: commitment equals the media hash');
+      say(`  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms, S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`);
+      return { prepareMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease };
+    });
+
+    const slower = samples.map((s) => Math.max(s.getMs, s.shaMs));
+    report.add({
+      id: 'prepare_ms',
+      label: `prepare ${mb} MB, request to quote`,
+      unit: 'ms',
+      runs: samples.map((s) => s.prepareMs),
+      floor: { label: 'slower of S3 GET and sha256sum', runs: slower },
+      target: { text: '≤ 1.3 × slower floor', met: (v, floor) => v <= 1.3 * floor },
+    });
+    report.add({ id: 'prepare_ratio', label: 'prepare / slower floor', unit: '×', runs: samples.map((s, i) => s.prepareMs / slower[i]!), target: { text: '≤ 1.3', met: (v) => v <= 1.3 } });
+    report.add({ id: 's3_get_ms', label: `plain S3 GET ${mb} MB`, unit: 'ms', runs: samples.map((s) => s.getMs) });
+    report.add({ id: 'sha256sum_ms', label: `sha256sum ${mb} MB, local disk`, unit: 'ms', runs: samples.map((s) => s.shaMs) });
+    report.add({
+      id: 'prepare_worker_peak_rss_increase_mb',
+      label: 'prepare worker peak RSS increase',
+      unit: 'MiB',
+      runs: samples.map((s) => s.rssIncrease / 2 ** 20),
+      floor: { label: 'plain S3 GET process', runs: samples.map((s) => s.getRssIncrease / 2 ** 20) },
+      target: { text: '< 64 MiB', met: (v) => v < 64 },
+    });
+    report.note('sha256sum reads a file just written, so from the page cache; s3rver serves the object from a file on the same disk.');
+    report.write(options.outDir);
+  } finally {
+    getter.kill();
+    await worker.stop();
+    await web.stop();
+    await closeContext(context);
+    await services.stop();
+  }
+});

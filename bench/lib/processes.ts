@@ -1,0 +1,118 @@
+import path from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config, Env, QueueName } from '../../shared/config';
+import { bullPrefix } from '../../shared/queue/queues';
+import { spawnWorker } from '../../test/helpers/workers';
+
+export type WebMemory = NodeJS.MemoryUsage & { sockets: number };
+
+export interface WebProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** Memory after three full collections, and the live sockets the web holds. */
+  measure(): Promise<WebMemory>;
+  stop(): Promise<void>;
+}
+
+/** Node flags that write a CPU profile of the process into `dir` when it exits. */
+export const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
+  dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+
+/** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
+export async function startWebProcess(env: Env, options: { profileDir?: string } = {}): Promise<WebProcess> {
+  const child = fork(path.join(__dirname, 'web-process.ts'), [], {
+    execArgv: ['--expose-gc', '--import', 'tsx', ...cpuProfileFlags(options.profileDir, 'web')],
+    env: { PATH: process.env.PATH, ...env, PORT: '0', HOST: '127.0.0.1' },
+    // the access log goes nowhere, but is still written (as in production, at LOG_LEVEL=info)
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const { url } = await reply<{ url: string }>(child, 'listening');
+  return {
+    url,
+    pid: child.pid!,
+    async measure() {
+      const answer = reply<{ memory: WebMemory }>(child, 'memory');
+      child.send({ type: 'measure' });
+      return (await answer).memory;
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'stop' });
+      await exited;
+    },
+  };
+}
+
+function reply<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`web process exited (${code})`));
+    const onMessage = (message: { type: string } & Record<string, unknown>) => {
+      if (message.type !== type) return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve(message as T);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+export interface WorkerProcess {
+  readonly pid: number;
+  /** Resident set size now, bytes. */
+  rss(): number;
+  /** Resets the kernel's peak-RSS mark (VmHWM) to the current RSS. */
+  resetPeak(): void;
+  /** Peak resident set size since the last reset, bytes. */
+  peak(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A `worker` process as the Procfile runs it (the test harness's spawnWorker), for the named queues; resolves
+ * once each queue has the process's worker connected. Its memory is read from /proc.
+ */
+export async function startWorkerProcess(env: Env, config: Config, queues: QueueName[], options: { profileDir?: string } = {}): Promise<WorkerProcess> {
+  const worker = spawnWorker({
+    ...env,
+    WORKER_QUEUES: queues.join(','),
+    ...(options.profileDir ? { NODE_OPTIONS: cpuProfileFlags(options.profileDir, `worker-${queues.join('-')}`).join(' ') } : {}),
+  });
+  await waitForWorkers(config, queues, () => worker.exited);
+  const status = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
+  return {
+    pid: worker.pid,
+    rss: () => status('VmRSS'),
+    resetPeak: () => writeFileSync(`/proc/${worker.pid}/clear_refs`, '5'),
+    peak: () => status('VmHWM'),
+    async stop() {
+      worker.kill('SIGTERM');
+      await worker.exited;
+    },
+  };
+}
+
+/** Waits until every named queue has a worker connected (BullMQ's worker list), or the process ends. */
+export async function waitForWorkers(config: Config, queues: QueueName[], exited: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
+  const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const handles = queues.map((name) => new Queue(name, { connection, prefix: bullPrefix(config.redis.prefix) }));
+  let ended = false;
+  void exited().then(() => (ended = true));
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const counts = await Promise.all(handles.map((q) => q.getWorkersCount()));
+      if (counts.every((c) => c > 0)) return;
+      if (ended) throw new Error(`the worker process for ${queues.join(', ')} exited`);
+      if (Date.now() > deadline) throw new Error(`no worker for ${queues.join(', ')} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await Promise.all(handles.map((q) => q.close()));
+    connection.disconnect();
+  }
+}

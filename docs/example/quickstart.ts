@@ -1,0 +1,156 @@
+/**
+ * `npm run example`: what a partner backend does, end to end, against `npm run dev` (docs/quickstart.md).
+ * Creates an organization (operator CLI) and an API key (admin API), registers a generated audio file,
+ * receives and verifies the webhook, adds a version, lists works and downloads the certificate.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+
+const BASE = process.env.WORKS_API_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
+const ROOT = path.resolve(__dirname, '../..');
+const step = (n: number, text: string) => process.stdout.write(`\n${n}. ${text}\n`);
+const show = (text: string) => process.stdout.write(`   ${text}\n`);
+
+/** The operator CLI, as an operator runs it; one JSON object on stdout. */
+function admin(...args: string[]): any {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return JSON.parse(out);
+}
+
+async function api(method: string, route: string, token: string, body?: unknown): Promise<any> {
+  const res = await fetch(BASE + route, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route} → ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** One second of a 440 Hz sine as a 16-bit mono WAV: a real audio file, made here. */
+function sineWav(seconds = 1, rate = 44_100): Buffer {
+  const samples = seconds * rate;
+  const data = Buffer.alloc(samples * 2);
+  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 12_000), i * 2);
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + data.length, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(data.length, 40);
+  return Buffer.concat([header, data]);
+}
+
+/** A local webhook receiver; resolves each event as it arrives. */
+async function receiver(): Promise<{ url: string; next(): Promise<{ headers: http.IncomingHttpHeaders; raw: string }>; close(): void }> {
+  const waiting: ((e: { headers: http.IncomingHttpHeaders; raw: string }) => void)[] = [];
+  const queued: { headers: http.IncomingHttpHeaders; raw: string }[] = [];
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      res.writeHead(200).end();
+      const event = { headers: req.headers, raw };
+      const resolve = waiting.shift();
+      if (resolve) resolve(event);
+      else queued.push(event);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`,
+    next: () => (queued.length ? Promise.resolve(queued.shift()!) : new Promise((r) => waiting.push(r))),
+    close: () => server.close(),
+  };
+}
+
+/** Contract §7: v1 = HMAC-SHA256(base64-decoded secret, `${t}.${raw body}`), t within 300 s. */
+function verify(secret: string, headers: http.IncomingHttpHeaders, raw: string): boolean {
+  const [t, v1] = String(headers['x-service-signature']).split(',').map((part) => part.split('=')[1]!);
+  if (Math.abs(Date.now() / 1000 - Number(t)) > 300) return false;
+  const expected = createHmac('sha256', Buffer.from(secret, 'base64')).update(`${t}.${raw}`).digest();
+  const given = Buffer.from(v1!, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(`works-api example against ${BASE}\n`);
+  const ready = await fetch(`${BASE}/readyz`).then((r) => r.json() as Promise<{ status: string }>).catch(() => undefined);
+  if (ready?.status !== 'ready') throw new Error(`the service at ${BASE} is not ready: start it with \`npm run dev\` first`);
+
+  step(1, 'An organization with 10,000 credits (operator CLI)');
+  const org = admin('org', 'create', '--name', `Example ${new Date().toISOString()}`, '--credits', '10000');
+  show(`organization ${org.organization_id}, testnet wallet ${org.wallets.testnet}`);
+
+  step(2, 'An API key, created by the organization’s administrator (admin JWT from the development identity provider)');
+  const { token: adminJwt } = admin('idp', 'token', '--org', org.organization_id);
+  const hooks = await receiver();
+  const key = await api('POST', `/v1/organizations/${org.organization_id}/api-keys`, adminJwt, { name: 'example', scopes: ['works:register', 'works:update', 'works:read'], webhook_url: hooks.url });
+  show(`key ${key.prefix}…, webhooks to ${hooks.url}`);
+
+  step(3, 'Register a work: init, PUT the audio, prepare (the quote), confirm');
+  const audio = sineWav();
+  const init = await api('POST', '/v1/works/init', key.token, {
+    network: 'testnet',
+    title: 'A4 for One Second',
+    filename: 'a4.wav',
+    creators: [{ full_name: 'Ada Lovelace', roles: { composer: true }, email: 'ada@example.test' }],
+  });
+  const put = await fetch(init.upload_url, { method: 'PUT', body: audio as unknown as BodyInit });
+  if (!put.ok) throw new Error(`upload → ${put.status}`);
+  const quote = await api('POST', '/v1/works/prepare', key.token, { job_id: init.job_id });
+  show(`${audio.length} bytes uploaded; quote: ${quote.total_price_credits} credits, commitment ${quote.commitment}`);
+  const handle = await api('POST', '/v1/works/confirm', key.token, { job_id: init.job_id });
+  show(`confirmed: transaction ${handle.transaction_id}`);
+
+  step(4, 'Wait for the signed webhook and verify it');
+  const registered = await hooks.next();
+  const event = JSON.parse(registered.raw);
+  show(`${registered.headers['x-service-event']}: ats_id ${event.ats_id}, block ${event.block_number}, signature ${verify(key.webhook_secret, registered.headers, registered.raw) ? 'valid' : 'INVALID'}`);
+  show(`explorer: ${event.explorer_url}`);
+
+  step(5, 'Add a version: new creators, same audio (metadata only)');
+  const v = await api('POST', `/v1/works/${event.ats_id}/versions/init`, key.token, {
+    network: 'testnet',
+    creators: [
+      { full_name: 'Ada Lovelace', roles: { composer: true }, email: 'ada@example.test' },
+      { full_name: 'Charles Babbage', roles: { arranger: true } },
+    ],
+  });
+  const vquote = await api('POST', `/v1/works/${event.ats_id}/versions/prepare`, key.token, { job_id: v.job_id });
+  await api('POST', `/v1/works/${event.ats_id}/versions/confirm`, key.token, { job_id: v.job_id });
+  const updated = await hooks.next();
+  const updatedEvent = JSON.parse(updated.raw);
+  show(`${updated.headers['x-service-event']}: version ${updatedEvent.version} (${vquote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`);
+
+  step(6, 'List the organization’s works');
+  const listing = await api('GET', '/v1/works?network=testnet&first=5', key.token);
+  for (const work of listing.works) show(`${work.ats_id}  v${work.latest_version}  ${work.title}`);
+
+  step(7, 'Download the certificate of the latest version');
+  const work = listing.works.find((w: { ats_id: number }) => w.ats_id === event.ats_id);
+  const link = await api('GET', `/v1/works/${work.id}/download/certificate`, key.token);
+  const pdf = Buffer.from(await (await fetch(link.url)).arrayBuffer());
+  const file = path.join(ROOT, '.data', `certificate-${event.ats_id}.pdf`);
+  await fs.writeFile(file, pdf);
+  show(`${pdf.length} bytes, ${pdf.subarray(0, 5).toString()}… saved to ${path.relative(process.cwd(), file)}`);
+
+  hooks.close();
+  process.stdout.write('\ndone\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(`example failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,259 @@
+import PDFDocument from 'pdfkit';
+import type { Creator } from '../registration/commitment';
+import { registerFonts, type Doc, type Face } from './fonts';
+import { heightOf, typeset } from './typeset';
+import { COLORS, drawFrame, drawQr, drawRule, drawSeal } from './ornaments';
+
+/** Everything a certificate states: one finalized version of a work, as indexed from the chain. */
+export interface CertificateData {
+  readonly workId: string;
+  readonly atsId: number;
+  readonly version: number;
+  readonly network: string;
+  readonly title: string;
+  readonly filename: string;
+  readonly creators: readonly Creator[];
+  readonly commitment: string;
+  readonly mediaHash: string;
+  readonly merkleRoot: string;
+  readonly owner: string;
+  readonly blockNumber: number;
+  readonly blockHash: string;
+  readonly txHash: string;
+  readonly finalizedAt: Date;
+  readonly explorerUrl: string;
+}
+
+const PAGE_HEIGHT = 841.89;
+const LEFT = 62;
+const WIDTH = 595.28 - 2 * LEFT;
+/** Height of the on-chain record and the verification sections that follow the creators on page 1. */
+const BELOW_CREATORS = 340;
+/** The seal and the issuer's lines. */
+const FOOTER_TOP = PAGE_HEIGHT - 128;
+const CONTINUED_TOP = 80;
+
+const ROLE_NAMES: Record<string, string> = { author: 'Author', composer: 'Composer', arranger: 'Arranger', adapter: 'Adapter' };
+/** Creators' table: name, roles, IPI, ISNI. */
+const COLUMNS = [
+  { label: 'Creator', width: 168 },
+  { label: 'Roles', width: 116 },
+  { label: 'IPI', width: 74 },
+  { label: 'ISNI', width: WIDTH - 168 - 116 - 74 },
+] as const;
+
+/** Renders the certificate of one version as an A4 PDF (more pages only when creators overflow the first). */
+export function renderCertificate(data: CertificateData): Promise<Buffer> {
+  const doc = new PDFDocument({
+    size: 'A4',
+    margin: 0,
+    autoFirstPage: false,
+    bufferPages: true,
+    info: {
+      Title: `Certificate of registration: ${data.title} (version ${data.version})`,
+      Author: 'works-api',
+      Subject: `ats_id ${data.atsId} on ${data.network}, commitment ${data.commitment}`,
+      CreationDate: data.finalizedAt,
+    },
+  });
+  const chunks: Buffer[] = [];
+  doc.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const done = new Promise<Buffer>((resolve, reject) => {
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+  });
+  registerFonts(doc);
+
+  newPage(doc);
+  let y = header(doc, data);
+  const rows = measureRows(doc, data.creators);
+  const limit = FOOTER_TOP - BELOW_CREATORS;
+  let first = fitting(rows, limit - (y + TABLE_TOP));
+  const height = TABLE_TOP + sum(rows.slice(0, first)) + (first < rows.length ? NOTE : 0);
+  // room left on page 1 by a short list goes above and below the creators, up to a point, and the rest last
+  const gap = Math.min(28, Math.max(0, limit - y - height) / 3);
+  y = sectionTitle(doc, 'Creators', y + 12 + gap);
+  y = creatorsTable(doc, rows.slice(0, first), y) + (first < rows.length ? NOTE : 0);
+  if (first < rows.length) note(doc, `… and ${rows.length - first} more, continued on the next page.`, y - NOTE + 3);
+  y = record(doc, data, y + 16 + gap);
+  verification(doc, data, y + 22);
+  while (first < rows.length) {
+    newPage(doc);
+    const top = sectionTitle(doc, 'Creators (continued)', CONTINUED_TOP);
+    const count = fitting(rows.slice(first), FOOTER_TOP - 24 - top);
+    const end = creatorsTable(doc, rows.slice(first, first + count), top);
+    first += count;
+    if (first < rows.length) note(doc, '… continued on the next page.', end + 3);
+  }
+  const range = doc.bufferedPageRange();
+  for (let i = 0; i < range.count; i++) {
+    doc.switchToPage(range.start + i);
+    footer(doc, data, range.count > 1 ? `page ${i + 1} of ${range.count}` : undefined);
+  }
+  doc.end();
+  return done;
+}
+
+function newPage(doc: Doc): void {
+  doc.addPage();
+  drawFrame(doc);
+}
+
+/** Fixed wording in one font (no partner text: that goes through typeset). */
+function label(doc: Doc, text: string, font: string, size: number, x: number, y: number, options: PDFKit.Mixins.TextOptions & { color?: string } = {}): number {
+  const { color, ...rest } = options;
+  doc.font(font).fontSize(size).fillColor(color ?? COLORS.ink).text(text, x, y, rest);
+  return doc.y;
+}
+
+function note(doc: Doc, text: string, y: number): void {
+  label(doc, text, 'serif-italic', 10, LEFT, y, { width: WIDTH, color: COLORS.muted });
+}
+
+function sectionTitle(doc: Doc, title: string, y: number): number {
+  label(doc, title.toUpperCase(), 'serif-bold', 9, LEFT, y, { width: WIDTH, color: COLORS.gold, characterSpacing: 2 });
+  doc.save().lineWidth(0.5).strokeColor(COLORS.gold).moveTo(LEFT, y + 14).lineTo(LEFT + WIDTH, y + 14).stroke().restore();
+  return y + 22;
+}
+
+function header(doc: Doc, data: CertificateData): number {
+  label(doc, 'CERTIFICATE OF REGISTRATION', 'serif-bold', 13, LEFT, 56, { width: WIDTH, align: 'center', color: COLORS.gold, characterSpacing: 4 });
+  label(doc, 'of a musical work, anchored on a public blockchain', 'serif-italic', 12, LEFT, 76, { width: WIDTH, align: 'center', color: COLORS.muted });
+  drawRule(doc, 100, 150);
+
+  // the title as large as fits in two lines, else smaller in three
+  let size = 30;
+  while (size > 16 && heightOf(doc, data.title, 'serif-bold', { size, width: WIDTH }) > 2 * size * 1.25) size -= 1;
+  let y = typeset(doc, data.title, 'serif-bold', { x: LEFT, y: 114, width: WIDTH, size, align: 'center', maxLines: 3, color: COLORS.ink, leading: 1.18 });
+  y = typeset(doc, `Version ${data.version}  ·  ${data.filename}`, 'serif-italic', { x: LEFT, y: y + 4, width: WIDTH, size: 12.5, align: 'center', maxLines: 2, color: COLORS.muted });
+  const intro =
+    `This certifies that version ${data.version} of this work, with its audio and its creators, was fingerprinted and recorded in ` +
+    `block ${data.blockNumber.toLocaleString('en-US')} of the ${data.network} chain on ${longDate(data.finalizedAt)}. ` +
+    'Anyone can check the record without having to trust the issuer of this certificate.';
+  return label(doc, intro, 'serif', 10.5, LEFT + 24, y + 8, { width: WIDTH - 48, align: 'center', lineGap: 1 });
+}
+
+interface Row {
+  readonly n: number;
+  readonly cells: readonly { text: string; face: Face; size: number }[];
+  readonly height: number;
+}
+
+/** The table's column heads and the "continued" note. */
+const TABLE_TOP = 34 + 14;
+const NOTE = 16;
+
+function measureRows(doc: Doc, creators: readonly Creator[]): Row[] {
+  return creators.map((creator, i) => {
+    const roles = Object.entries(creator.roles).filter(([, on]) => on).map(([role]) => ROLE_NAMES[role] ?? role).join(', ');
+    const cells = [
+      { text: `${i + 1}. ${creator.full_name}`, face: 'serif-bold' as const, size: 11 },
+      { text: roles, face: 'serif-italic' as const, size: 10.5 },
+      { text: creator.ipi ?? '—', face: 'serif' as const, size: 10.5 },
+      { text: creator.isni ? isni(creator.isni) : '—', face: 'serif' as const, size: 10.5 },
+    ];
+    const height = Math.max(...cells.map((c, j) => heightOf(doc, c.text, c.face, { size: c.size, width: COLUMNS[j]!.width - 8, maxLines: 2 }))) + 7;
+    return { n: i + 1, cells, height };
+  });
+}
+
+const sum = (rows: readonly Row[]) => rows.reduce((total, row) => total + row.height, 0);
+
+/** How many of `rows` fit in `room` points (at least one), leaving space for the note when some remain. */
+function fitting(rows: readonly Row[], room: number): number {
+  let used = 0;
+  for (let i = 0; i < rows.length; i++) {
+    used += rows[i]!.height;
+    const note = i < rows.length - 1 ? NOTE : 0;
+    if (used + note > room) return Math.max(1, i);
+  }
+  return rows.length;
+}
+
+/** Column heads, then one row per creator, each as tall as its tallest cell; returns the y below. */
+function creatorsTable(doc: Doc, rows: readonly Row[], top: number): number {
+  let x = LEFT;
+  for (const column of COLUMNS) {
+    label(doc, column.label, 'serif-italic', 8.5, x, top, { width: column.width - 8, color: COLORS.muted });
+    x += column.width;
+  }
+  let y = top + 14;
+  for (const row of rows) {
+    x = LEFT;
+    row.cells.forEach((c, i) => {
+      typeset(doc, c.text, c.face, { x, y: y + 4, width: COLUMNS[i]!.width - 8, size: c.size, maxLines: 2, color: i === 1 ? COLORS.muted : COLORS.ink });
+      x += COLUMNS[i]!.width;
+    });
+    y += row.height;
+    doc.save().lineWidth(0.3).strokeColor(COLORS.goldLight).moveTo(LEFT, y).lineTo(LEFT + WIDTH, y).stroke().restore();
+  }
+  return y;
+}
+
+function record(doc: Doc, data: CertificateData, top: number): number {
+  let y = sectionTitle(doc, 'The on-chain record', top);
+  const facts: [string, string, number][] = [
+    ['Work (ats_id)', `#${data.atsId}`, 82],
+    ['Version', String(data.version), 60],
+    ['Network', data.network, 78],
+    ['Block', data.blockNumber.toLocaleString('en-US'), 92],
+    ['Finalized (UTC)', data.finalizedAt.toISOString().slice(0, 19).replace('T', ' '), WIDTH - 312],
+  ];
+  let x = LEFT;
+  for (const [name, value, width] of facts) {
+    label(doc, name, 'serif-italic', 9, x, y, { width: width - 6, color: COLORS.muted });
+    label(doc, value, 'serif-bold', 13, x, y + 11, { width: width - 6, lineBreak: false });
+    x += width;
+  }
+  y += 40;
+  const hashes: [string, string][] = [
+    ['Commitment', data.commitment],
+    ['Media hash (SHA-256 of the audio)', data.mediaHash],
+    ["Creators' Merkle root", data.merkleRoot],
+    ['Block hash', data.blockHash],
+    ['Transaction hash', data.txHash],
+    ['Owner account', data.owner],
+  ];
+  doc.save().roundedRect(LEFT - 8, y - 6, WIDTH + 16, hashes.length * 18 + 6, 4).fill(COLORS.panel).restore();
+  for (const [name, value] of hashes) {
+    label(doc, name, 'serif', 9.5, LEFT, y, { width: 150, color: COLORS.muted });
+    label(doc, value, 'mono', 7.6, LEFT + 152, y + 1.4, { width: WIDTH - 152, lineBreak: false });
+    y += 18;
+  }
+  return y;
+}
+
+function verification(doc: Doc, data: CertificateData, top: number): void {
+  const y0 = sectionTitle(doc, 'How anyone can check it', top);
+  const qrSize = 88;
+  const width = WIDTH - qrSize - 22;
+  const steps = [
+    'Compute the SHA-256 of the audio file: it is the media hash above.',
+    "Hash each creator's name, e-mail, roles, IPI and ISNI as sent at registration, and pair the hashes up in a Merkle tree of 32 slots: its top is the creators' Merkle root.",
+    'Hash protocol version 1, the media hash, the title and that root together: the result is the commitment.',
+    'Scan the code to open the transaction: the commitment written in that block is this one.',
+  ];
+  let y = y0;
+  steps.forEach((step, i) => {
+    label(doc, `${i + 1}.`, 'serif-bold', 9.5, LEFT, y, { width: 14, color: COLORS.gold });
+    y = label(doc, step, 'serif', 9.5, LEFT + 14, y, { width: width - 14 }) + 2;
+  });
+  if (!data.explorerUrl) return;
+  label(doc, data.explorerUrl, 'mono', 6.4, LEFT + 14, y + 2, { width: width - 14, link: data.explorerUrl, color: COLORS.muted });
+  const qrX = LEFT + WIDTH - qrSize;
+  drawQr(doc, data.explorerUrl, qrX, y0 - 2, qrSize);
+  doc.link(qrX, y0 - 2, qrSize, qrSize, data.explorerUrl);
+  label(doc, 'View the transaction', 'serif-italic', 8.5, qrX - 10, y0 + qrSize + 1, { width: qrSize + 20, align: 'center', color: COLORS.muted });
+}
+
+function footer(doc: Doc, data: CertificateData, page?: string): void {
+  drawSeal(doc, LEFT + 40, FOOTER_TOP + 56, 38, 'REGISTERED ON CHAIN · PROTOCOL 1 · ', ['ATS', `#${data.atsId}`]);
+  const x = LEFT + 100;
+  label(doc, `Certificate of version ${data.version} of work ${data.workId}`, 'serif', 8.5, x, FOOTER_TOP + 44, { width: WIDTH - 100, color: COLORS.muted });
+  label(doc, `Issued by works-api from the finalized chain record${page ? `  ·  ${page}` : ''}`, 'serif', 8.5, x, FOOTER_TOP + 56, { width: WIDTH - 100, color: COLORS.muted });
+}
+
+/** ISNI is read in groups of four: 0000 0001 2146 438X. */
+const isni = (value: string) => value.replace(/(.{4})(?=.)/g, '$1 ');
+
+const longDate = (d: Date) => d.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });

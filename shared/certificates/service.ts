@@ -1,0 +1,82 @@
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import type { AppContext } from '../context';
+import type { WorkRecord, WorkVersionRecord } from '../works/types';
+import { announcedExplorerUrl, findVersion, workById } from '../works/repo';
+import { findTransaction } from '../transactions/repo';
+import { renderCertificate } from './render';
+
+/**
+ * A certificate per finalized version: a PDF in S3 at a key derived from the version, rendered by the
+ * `certificates` worker once the version is final, or by whoever asks for it first if it is missing.
+ * Rendering is deterministic enough to be repeated: two renderings of one version state the same facts.
+ */
+export const certificateKey = (work: Pick<WorkRecord, 'organizationId' | 'id'>, version: number) => `certificates/${work.organizationId}/${work.id}/v${version}.pdf`;
+
+type Deps = Pick<AppContext, 'db' | 'storage' | 'config'>;
+
+/** The certificate's object key, rendering and storing it first when S3 does not have it. */
+export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
+  const key = certificateKey(work, version.version);
+  if (await exists(app, key)) return key;
+  const pdf = await renderCertificate({
+    workId: work.id,
+    atsId: work.atsId,
+    version: version.version,
+    network: work.network,
+    title: version.title,
+    filename: version.filename,
+    creators: version.creators,
+    commitment: version.commitment,
+    mediaHash: version.mediaHash,
+    merkleRoot: version.merkleRoot,
+    owner: work.owner,
+    blockNumber: version.blockNumber,
+    blockHash: version.blockHash,
+    txHash: version.txHash,
+    finalizedAt: version.finalizedAt,
+    explorerUrl: await explorerUrl(app, work, version),
+  });
+  await app.storage.client.send(
+    new PutObjectCommand({ Bucket: app.storage.bucket, Key: key, Body: pdf, ContentType: 'application/pdf', ContentLength: pdf.length }),
+  );
+  return key;
+}
+
+/** The worker's entry: the version by ids; undefined when no such finalized version exists. */
+export async function renderCertificateOf(app: Deps, workId: string, version: number): Promise<string | undefined> {
+  const work = await workById(app.db, workId);
+  const found = work && (await findVersion(app.db, work.id, version));
+  return found ? ensureCertificate(app, work, found) : undefined;
+}
+
+/**
+ * Asks the `certificates` queue to render the version a transaction finalized (called once finalization has
+ * committed). A failure to enqueue is only logged: the certificate is then rendered when first downloaded.
+ */
+export async function enqueueCertificate(app: Pick<AppContext, 'db' | 'queues' | 'log'>, transactionId: string): Promise<void> {
+  try {
+    const tx = await findTransaction(app.db, transactionId);
+    if (tx?.status !== 'finalized' || !tx.workId || tx.version === null) return;
+    await app.queues.certificates.add('render', { workId: tx.workId, version: tx.version }, { jobId: `certificate-${tx.workId}-${tx.version}` });
+  } catch (err) {
+    app.log.warn({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'certificate not enqueued; it will be rendered on first download');
+  }
+}
+
+async function exists(app: Deps, key: string): Promise<boolean> {
+  try {
+    await app.storage.client.send(new HeadObjectCommand({ Bucket: app.storage.bucket, Key: key }));
+    return true;
+  } catch (err) {
+    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
+    throw err;
+  }
+}
+
+/** The link finalization announced (webhook, transaction result); else one built from today's template. */
+async function explorerUrl(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
+  const announced = await announcedExplorerUrl(app.db, version.transactionId);
+  if (announced) return announced;
+  const template = app.config.chains.find((c) => c.network === work.network)?.explorerUrlTemplate ?? '';
+  return template.replace('{block}', String(version.blockNumber)).replace('{index}', String(version.extrinsicIndex));
+}

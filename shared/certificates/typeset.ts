@@ -1,0 +1,93 @@
+import { fontFor, type Doc, type Face, type FontName } from './fonts';
+
+/**
+ * Line layout for text a partner sent (titles, file names, creators' names), which may need more than one
+ * font: PDFKit draws one font per call and cannot centre mixed-font text itself, so lines are broken and
+ * placed here, run by run, on a shared baseline.
+ */
+export interface TypesetOptions {
+  readonly x: number;
+  readonly y: number;
+  readonly width: number;
+  readonly size: number;
+  readonly align?: 'left' | 'center';
+  /** Lines beyond this are cut, the last ending with an ellipsis. */
+  readonly maxLines?: number;
+  readonly color?: string;
+  /** Line height as a multiple of the size. */
+  readonly leading?: number;
+}
+
+interface Run {
+  readonly font: FontName;
+  readonly text: string;
+}
+
+function runsOf(text: string, face: Face): Run[] {
+  const runs: { font: FontName; text: string }[] = [];
+  for (const char of text) {
+    const font = fontFor(char, face);
+    const last = runs[runs.length - 1];
+    if (last && last.font === font) last.text += char;
+    else runs.push({ font, text: char });
+  }
+  return runs;
+}
+
+function measure(doc: Doc, text: string, face: Face, size: number): number {
+  return runsOf(text, face).reduce((sum, run) => sum + doc.font(run.font).fontSize(size).widthOfString(run.text), 0);
+}
+
+/** Breaks `text` into lines of at most `width` points (long words are split), at most `maxLines` of them. */
+export function lineBreak(doc: Doc, text: string, face: Face, size: number, width: number, maxLines = Infinity): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.trim().split(/\s+/)) {
+    const candidate = line ? `${line} ${word}` : word;
+    if (measure(doc, candidate, face, size) <= width) {
+      line = candidate;
+      continue;
+    }
+    if (line) lines.push(line);
+    line = '';
+    for (const char of word) {
+      if (line && measure(doc, line + char, face, size) > width) {
+        lines.push(line);
+        line = '';
+      }
+      line += char;
+    }
+  }
+  if (line) lines.push(line);
+  if (lines.length <= maxLines) return lines;
+  const kept = lines.slice(0, maxLines);
+  let last = [...kept[maxLines - 1]!];
+  while (last.length && measure(doc, `${last.join('')}…`, face, size) > width) last.pop();
+  kept[maxLines - 1] = `${last.join('').trimEnd()}…`;
+  return kept;
+}
+
+/** The height `text` takes when typeset with these options. */
+export function heightOf(doc: Doc, text: string, face: Face, options: Omit<TypesetOptions, 'x' | 'y'>): number {
+  return lineBreak(doc, text, face, options.size, options.width, options.maxLines).length * options.size * (options.leading ?? 1.25);
+}
+
+/** Draws `text`; returns the y below its last line. */
+export function typeset(doc: Doc, text: string, face: Face, options: TypesetOptions): number {
+  const lineHeight = options.size * (options.leading ?? 1.25);
+  const lines = lineBreak(doc, text, face, options.size, options.width, options.maxLines);
+  let y = options.y;
+  for (const line of lines) {
+    const width = measure(doc, line, face, options.size);
+    let x = options.align === 'center' ? options.x + (options.width - width) / 2 : options.x;
+    // a shared alphabetic baseline, so Garamond and DejaVu runs sit on one line
+    const baseline = y + options.size * 0.95;
+    for (const run of runsOf(line, face)) {
+      doc.font(run.font).fontSize(options.size).fillColor(options.color ?? '#000000');
+      doc.text(run.text, x, baseline, { lineBreak: false, baseline: 'alphabetic' });
+      x += doc.widthOfString(run.text);
+    }
+    y += lineHeight;
+  }
+  return y;
+}

@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+import type { AppContext } from '../context';
+import { toTransaction } from './repo';
+import { presentTransaction, type TransactionView } from './service';
+
+/**
+ * Live transaction updates (spec 4.11): whoever moves a transaction publishes its REST body on one Redis
+ * channel once the change has committed; every web process subscribes once and fans it out to its sockets.
+ * PostgreSQL stays the source of truth: a lost message costs a live client one frame, never state (the web
+ * re-reads what it follows after a Redis reconnect, and the REST route always answers).
+ */
+export interface TransactionUpdateMessage {
+  readonly transaction: TransactionView;
+}
+
+export const transactionUpdatesChannel = (redisPrefix: string) => `${redisPrefix}:transactions:updates`;
+
+/** The REST bodies of these transactions, read in one query (unknown ids are left out). */
+export async function loadTransactionViews(db: Knex, ids: readonly string[]): Promise<TransactionView[]> {
+  if (!ids.length) return [];
+  const rows = await db('transactions').whereIn('id', [...new Set(ids)]);
+  return rows.map((row) => presentTransaction(toTransaction(row)));
+}
+
+/** Publishes the current state of one transaction; call after the SQL transaction that changed it commits. */
+export function publishTransactionUpdate(app: AppContext, transactionId: string): Promise<void> {
+  return publishTransactionUpdates(app, [transactionId]);
+}
+
+/**
+ * Publishes the current state of several transactions (a batch's items). Never throws: the change is
+ * already durable, and a failed publish must not fail or retry the work that made it.
+ */
+export async function publishTransactionUpdates(app: AppContext, transactionIds: readonly string[]): Promise<void> {
+  if (!transactionIds.length) return;
+  try {
+    const views = await loadTransactionViews(app.db, transactionIds);
+    const channel = transactionUpdatesChannel(app.config.redis.prefix);
+    const pipeline = app.redis.pipeline();
+    for (const transaction of views) pipeline.publish(channel, JSON.stringify({ transaction } satisfies TransactionUpdateMessage));
+    const results = await pipeline.exec();
+    const failed = results?.find(([err]) => err)?.[0];
+    if (failed) throw failed;
+  } catch (err) {
+    app.log.warn({ err: { message: (err as Error).message }, transactions: transactionIds.length }, 'could not publish a transaction update');
+  }
+}
+
+/** The message's transaction, or undefined when the payload is not one (a foreign publisher, a bad version). */
+export function parseTransactionUpdate(message: string): TransactionView | undefined {
+  try {
+    const parsed = JSON.parse(message) as Partial<TransactionUpdateMessage>;
+    const tx = parsed?.transaction;
+    return tx && typeof tx.transaction_id === 'string' && Array.isArray(tx.steps) ? tx : undefined;
+  } catch {
+    return undefined;
+  }
+}

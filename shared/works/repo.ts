@@ -1,0 +1,121 @@
+import type { Knex } from 'knex';
+import type { Network } from '../config';
+import type { Cursor } from './cursor';
+import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
+
+export const toWork = (r: Record<string, any>): WorkRecord => ({
+  id: r.id,
+  organizationId: r.organization_id,
+  network: r.network,
+  atsId: Number(r.ats_id),
+  owner: r.owner,
+  title: r.title,
+  assetFilename: r.asset_filename,
+  latestVersion: Number(r.latest_version),
+  latestCommitment: r.latest_commitment,
+  externalUserRef: r.external_user_ref,
+  hasFiles: r.has_files,
+  createdAt: r.created_at,
+  latestVersionAt: r.latest_version_at,
+});
+
+export const toVersion = (r: Record<string, any>): WorkVersionRecord => ({
+  workId: r.work_id,
+  version: Number(r.version),
+  transactionId: r.transaction_id,
+  commitment: r.commitment,
+  mediaHash: r.media_hash,
+  merkleRoot: r.merkle_root,
+  title: r.title,
+  filename: r.filename,
+  creators: r.creators,
+  audioKey: r.audio_key,
+  audioSize: Number(r.audio_size),
+  txHash: r.tx_hash,
+  blockNumber: Number(r.block_number),
+  blockHash: r.block_hash,
+  extrinsicIndex: Number(r.extrinsic_index),
+  finalizedAt: r.finalized_at,
+});
+
+export interface ListFilter extends WorkScope {
+  readonly network?: Network;
+}
+
+/** created_at with its microseconds, in the form cursors carry. */
+const CURSOR_AT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+function scoped(db: Knex, filter: ListFilter): Knex.QueryBuilder {
+  const query = db('works').where({ organization_id: filter.organizationId });
+  if (filter.network) query.andWhere({ network: filter.network });
+  if (filter.externalUserRef !== undefined) query.andWhere({ external_user_ref: filter.externalUserRef });
+  return query;
+}
+
+export interface WorksSlice {
+  readonly works: (WorkRecord & { readonly cursor: Cursor })[];
+  readonly hasNextPage: boolean;
+  readonly hasPreviousPage: boolean;
+}
+
+/**
+ * Keyset pagination, newest first: the `first` works strictly after the cursor in (created_at, id)
+ * descending order. A work added meanwhile is newer than any cursor, so it never shifts a later page.
+ */
+export async function sliceOfWorks(db: Knex, filter: ListFilter, first: number, after?: Cursor): Promise<WorksSlice> {
+  const query = scoped(db, filter).select('*', db.raw(`${CURSOR_AT} AS cursor_at`));
+  if (after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [after.createdAt, after.id]);
+  const rows: Record<string, any>[] = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(first + 1);
+  const hasPreviousPage = after ? Boolean(await scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).first(db.raw('1'))) : false;
+  return {
+    works: rows.slice(0, first).map((r) => ({ ...toWork(r), cursor: { createdAt: r.cursor_at, id: r.id } })),
+    hasNextPage: rows.length > first,
+    hasPreviousPage,
+  };
+}
+
+export async function countWorks(db: Knex, filter: ListFilter): Promise<number> {
+  const [row] = await scoped(db, filter).count<{ count: string }[]>('* as count');
+  return Number(row?.count ?? 0);
+}
+
+/** The organization's works with this ats_id: one per network at most. */
+export async function worksByAtsId(db: Knex, organizationId: string, atsId: number, networks: readonly Network[]): Promise<WorkRecord[]> {
+  // network IN (…) lets the unique (network, ats_id) index answer
+  const rows = await db('works').whereIn('network', networks).andWhere({ ats_id: atsId, organization_id: organizationId }).orderBy('network');
+  return rows.map(toWork);
+}
+
+export async function findWork(db: Knex, scope: WorkScope, id: string): Promise<WorkRecord | undefined> {
+  const query = db('works').where({ id, organization_id: scope.organizationId });
+  if (scope.externalUserRef !== undefined) query.andWhere({ external_user_ref: scope.externalUserRef });
+  const row = await query.first();
+  return row ? toWork(row) : undefined;
+}
+
+/** Any organization's work: for workers, which act on ids they were given. */
+export async function workById(db: Knex, id: string): Promise<WorkRecord | undefined> {
+  const row = await db('works').where({ id }).first();
+  return row ? toWork(row) : undefined;
+}
+
+/** The explorer link finalization announced for a version (its transaction's result). */
+export async function announcedExplorerUrl(db: Knex, transactionId: string): Promise<string | undefined> {
+  const row = await db('transactions').where({ id: transactionId }).first(db.raw("result->>'explorer_url' AS url"));
+  return row?.url || undefined;
+}
+
+export async function listVersions(db: Knex, workId: string): Promise<WorkVersionRecord[]> {
+  const rows = await db('work_versions').where({ work_id: workId }).orderBy('version', 'asc');
+  return rows.map(toVersion);
+}
+
+export async function findVersion(db: Knex, workId: string, version: number): Promise<WorkVersionRecord | undefined> {
+  const row = await db('work_versions').where({ work_id: workId, version }).first();
+  return row ? toVersion(row) : undefined;
+}
+
+export async function countVersions(db: Knex, workId: string): Promise<number> {
+  const [row] = await db('work_versions').where({ work_id: workId }).count<{ count: string }[]>('* as count');
+  return Number(row?.count ?? 0);
+}

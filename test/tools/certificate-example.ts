@@ -1,0 +1,44 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PDFParse } from 'pdf-parse';
+import { renderCertificate, type CertificateData } from '../../shared/certificates/render';
+
+/**
+ * Renders a certificate of made-up data and its first page as a PNG for the docs:
+ * `npm run docs:certificate` → docs/certificate-example.pdf and docs/certificate-example.png.
+ */
+export const EXAMPLE: CertificateData = {
+  workId: '3f1c2a9e-5b7d-4e21-9c4a-8d2f6b1e0a37',
+  atsId: 1284,
+  version: 2,
+  network: 'testnet',
+  title: 'Symphony for Engines',
+  filename: 'symphony-for-engines_master_24bit.wav',
+  creators: [
+    { full_name: 'Ada Lovelace', roles: { author: true, composer: true }, ipi: '00012345678', isni: '000000012146438X' },
+    { full_name: 'Charles Babbage', roles: { arranger: true } },
+    { full_name: 'Léonie Dvořáková', roles: { adapter: true, author: true }, ipi: '00098765432' },
+  ],
+  commitment: '0x9b3f5c2d8e1a47f6b0c9d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3',
+  mediaHash: '0x4a7d1ed414474e4033ac29ccb8653d9b3f5c2d8e1a47f6b0c9d2e3f4a5b6c7d8',
+  merkleRoot: '0xd2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a39b3f5c2d8e1a47f6b0c9',
+  owner: '5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY',
+  blockNumber: 4521877,
+  blockHash: '0x7c1e0d3b9a8f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a29187f6e5d4c',
+  txHash: '0x1f2e3d4c5b6a79880f1e2d3c4b5a69788f9e0d1c2b3a49586f7e8d9c0b1a2f3e',
+  finalizedAt: new Date('2026-11-22T14:03:27Z'),
+  explorerUrl: 'https://explorer.allfeat.org/extrinsics/4521877-2?network=melodie',
+};
+
+async function main(): Promise<void> {
+  const pdf = await renderCertificate(EXAMPLE);
+  const dir = path.resolve(__dirname, '../../docs');
+  writeFileSync(path.join(dir, 'certificate-example.pdf'), pdf);
+  const parser = new PDFParse({ data: new Uint8Array(pdf) });
+  const shot = await parser.getScreenshot({ scale: 1.6, imageBuffer: true, imageDataUrl: false, first: 1 });
+  await parser.destroy();
+  writeFileSync(path.join(dir, 'certificate-example.png'), shot.pages[0]!.data);
+  process.stdout.write(`docs/certificate-example.pdf (${pdf.length} bytes) and docs/certificate-example.png\n`);
+}
+
+if (require.main === module) main().catch((err) => { process.stderr.write(`${(err as Error).stack}\n`); process.exit(1); });

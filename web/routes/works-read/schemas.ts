@@ -1,0 +1,39 @@
+import { NETWORKS } from '../../../shared/config';
+
+/**
+ * Query strings of the read routes (spec 4.8–4.10, contract §6). Parameters not named here are ignored:
+ * the detail routes ignore `external_user_ref` by design (spec 4.9).
+ */
+const network = { type: 'string', enum: [...NETWORKS] } as const;
+
+export const listWorksQuerySchema = {
+  type: 'object',
+  properties: {
+    network,
+    first: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    after: { type: 'string', minLength: 1, maxLength: 200 },
+    external_user_ref: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+} as const;
+
+export const workQuerySchema = {
+  type: 'object',
+  properties: { network },
+} as const;
+
+export const creatorsQuerySchema = {
+  type: 'object',
+  properties: { network, version: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } },
+} as const;
+
+export interface ListWorksQuery {
+  network?: (typeof NETWORKS)[number];
+  first: number;
+  after?: string;
+  external_user_ref?: string;
+}
+
+export interface WorkQuery {
+  network?: (typeof NETWORKS)[number];
+  version?: number;
+}

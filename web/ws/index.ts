@@ -1,0 +1,45 @@
+import type http from 'node:http';
+import type { AppContext } from '../../shared/context';
+import { TransactionUpdatesHub } from './hub';
+import { LiveConnections } from './connections';
+import { transactionUpgrades } from './transaction-upgrades';
+import { attachSocketIo, SOCKET_IO_PATH } from './socket-io';
+
+export interface LiveTracking {
+  readonly connections: LiveConnections;
+  readonly hub: TransactionUpdatesHub;
+  /** Closes every live socket (1001), then the subscriber connection; call before closing the HTTP server. */
+  close(): Promise<void>;
+}
+
+/** How long a stopping process waits for clients to answer its close frames. */
+const CLOSE_GRACE_MS = 2000;
+
+/**
+ * Live transaction tracking on the web's HTTP server: the plain WebSocket route and socket.io, both fed by
+ * one Redis subscription per process (contract §6, spec 4.11).
+ */
+export function attachLiveTracking(server: http.Server, app: AppContext): LiveTracking {
+  const hub = new TransactionUpdatesHub(app);
+  const connections = new LiveConnections(app.config.live);
+  const upgrades = transactionUpgrades({ app, hub, connections });
+  const io = attachSocketIo(server, { app, hub, connections });
+  server.on('upgrade', (req: http.IncomingMessage, socket, head: Buffer) => {
+    if ((req.url ?? '').startsWith(`${SOCKET_IO_PATH}/`)) return; // engine.io's own upgrade listener
+    upgrades.handle(req, socket, head);
+  });
+  return {
+    connections,
+    hub,
+    async close() {
+      connections.shutdown();
+      io.disconnectSockets(true);
+      io.engine.close();
+      const deadline = Date.now() + CLOSE_GRACE_MS;
+      while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      connections.shutdown(); // whoever did not answer in time is cut off
+      upgrades.close();
+      hub.close();
+    },
+  };
+}

@@ -13,13 +13,15 @@ export async function fuzzTarget(app: TestApp): Promise<FuzzTarget> {
   const org = await createOrg(app.context, 1_000_000);
   const key = await createKey(app.context, org);
   const registerOnly = await createKey(app.context, org, ['works:register']);
+  // the key revocations may take: not one the fuzzer authenticates with
+  const spare = await createKey(app.context, org, ['works:read']);
   const r = await register(app.url, key.token);
   const tx = await app.context.db('transactions').where({ id: r.confirm.body.transaction_id }).first();
   const session = await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'fuzz-user' } });
   return {
     url: app.url,
     db: app.context.db,
-    ids: { organizationId: org, transactionId: tx.id, atsId: String(tx.ats_id), apiKeyId: key.id },
+    ids: { organizationId: org, transactionId: tx.id, atsId: String(tx.ats_id), apiKeyId: spare.id },
     credentials: {
       none: undefined,
       garbage: 'Bearer garbage',

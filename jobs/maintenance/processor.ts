@@ -1,6 +1,7 @@
 import type { Processor } from 'bullmq';
 import type { AppContext } from '../../shared/context';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
+import { reconcileDeliveries } from '../../shared/webhooks/reconcile';
 import { pruneWebhookAttempts } from '../../shared/webhooks/attempts';
 
 export const RECONCILE_JOB = 'reconcile-transactions';
@@ -10,7 +11,10 @@ const PRUNE_EVERY_MS = 3600_000;
 
 /** Repeatable housekeeping (scheduled by the worker entry point). */
 export const maintenanceProcessor = (app: AppContext): Processor => async (job) => {
-  if (job.name === RECONCILE_JOB) return { requeued: (await reconcileTransactions(app, { idleSeconds: app.config.reconcile.idleSeconds })).length };
+  if (job.name === RECONCILE_JOB) {
+    const idle = { idleSeconds: app.config.reconcile.idleSeconds };
+    return { requeued: (await reconcileTransactions(app, idle)).length, deliveries: (await reconcileDeliveries(app, idle)).length };
+  }
   if (job.name === PRUNE_WEBHOOK_ATTEMPTS_JOB) return { deleted: await pruneWebhookAttempts(app.db, app.config.webhooks.attemptRetentionDays) };
   throw new Error(`unknown maintenance job ${job.name}`);
 };

@@ -6,6 +6,9 @@ import { startTestWorkers, useStack, type TestStack } from '../helpers/workers';
 import { register } from '../helpers/registration';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
 import { bullPrefix } from '../../shared/queue/queues';
+import { reconcileDeliveries } from '../../shared/webhooks/reconcile';
+import { WebhookReceiver, verifySignature } from '../helpers/receiver';
+import { deliverEvent, deliveryReaches } from '../helpers/deliveries';
 
 describe('reconciler', function () {
   this.timeout(120_000);
@@ -48,5 +51,31 @@ describe('reconciler', function () {
     // finalized transactions are never picked up again
     await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
     expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([]);
+  });
+
+  it('re-enqueues a pending webhook delivery whose job was lost, which then arrives once, signed', async () => {
+    const receiver = await new WebhookReceiver().start();
+    try {
+      const { deliveryId, key } = await deliverEvent(app.context, receiver.url);
+      // Redis loses the job before any webhooks worker ran it
+      await (await app.context.queues.webhooks.getJob(deliveryId))!.remove();
+      expect(await reconcileDeliveries(app.context, { idleSeconds: 3600 })).to.deep.equal([]); // not idle long enough
+      await app.context.db('webhook_deliveries').where({ id: deliveryId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+      expect(await reconcileDeliveries(app.context, { idleSeconds: 60 })).to.deep.equal([deliveryId]);
+      expect(await reconcileDeliveries(app.context, { idleSeconds: 0 })).to.deep.equal([]); // its new job is live
+      const webhooks = await startTestWorkers(config, ['webhooks']);
+      try {
+        const [hook] = await receiver.waitFor(1);
+        expect(hook!.headers['x-service-delivery']).to.equal(deliveryId);
+        expect(verifySignature(key.webhookSecret, hook!)).to.equal(true);
+        await deliveryReaches(app.context, deliveryId, 'delivered');
+      } finally {
+        await webhooks.stop();
+      }
+      expect(receiver.received).to.have.length(1);
+      expect(await reconcileDeliveries(app.context, { idleSeconds: 0 })).to.deep.equal([]); // delivered: left alone
+    } finally {
+      await receiver.stop();
+    }
   });
 });

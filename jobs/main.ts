@@ -15,7 +15,11 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
   const context = createContext(config, log.child({ process: 'worker' }), 'worker');
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const running = startWorkers(context, queues, PROCESSORS);
-  if (queues.includes('maintenance')) await scheduleMaintenance(context);
+  if (queues.includes('maintenance')) {
+    await scheduleMaintenance(context);
+    // Redis may come back empty (a restart without persistence, a flush): put the schedules back each time.
+    context.redis.on('ready', () => void scheduleMaintenance(context).catch((err: Error) => context.log.warn({ err: { message: err.message } }, 'could not schedule maintenance')));
+  }
   return {
     queues,
     async stop() {

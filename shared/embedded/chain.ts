@@ -6,6 +6,11 @@ export interface ChainHandle {
   readonly wsUrl: string;
   /** Builds one block now (tests). */
   newBlock(): Promise<void>;
+  /**
+   * Takes the node off the network for `ms` (every connection dropped, new ones refused), as a node restart
+   * looks to its clients, while the chain itself keeps its state and keeps making blocks.
+   */
+  unreachableFor(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,12 +49,18 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   const newBlock = () => (building = building.then(() => context.chain.newBlock()).catch(() => undefined)).then(() => undefined);
   const timer = typeof options.blocks === 'number' ? setInterval(() => void newBlock(), options.blocks) : undefined;
 
-  const front = await frontDoor(context.addr, options.port ?? 0);
+  let front = await frontDoor(context.addr, options.port ?? 0);
+  const port = front.port;
 
   let stopped: Promise<void> | undefined;
   return {
-    wsUrl: `ws://127.0.0.1:${front.port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
     newBlock,
+    async unreachableFor(ms) {
+      await front.close();
+      await new Promise((r) => setTimeout(r, ms));
+      front = await frontDoor(context.addr, port);
+    },
     stop() {
       stopped ??= (async () => {
         if (timer) clearInterval(timer);

@@ -20,9 +20,10 @@ export async function ensureRedis(configuredUrl: string | undefined): Promise<Re
   return startPrivateRedis();
 }
 
-export async function startPrivateRedis(): Promise<RedisHandle> {
+/** A redis-server of our own, on `port` (a free one when not given), keeping nothing on disk. */
+export async function startPrivateRedis(port?: number): Promise<RedisHandle> {
   if (spawnSync('redis-server', ['--version']).error) throw new Error(REDIS_INSTALL_HINT);
-  const port = await freePort();
+  port ??= await freePort();
   const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
   });

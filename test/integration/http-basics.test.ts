@@ -50,6 +50,12 @@ describe('HTTP basics', () => {
     expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw, headers: { 'Content-Type': 'application/json' } }), 413, 'common.payload_too_large');
   });
 
+  it('answers headers over the size limit with 431 in the envelope', async () => {
+    const reply = await call(app.url, 'GET', '/healthz', { headers: { 'X-Padding': 'p'.repeat(20_000) } });
+    const error = expectError(reply, 431, 'common.headers_too_large');
+    expect(error.request_id).to.match(/^[0-9a-f-]{36}$/);
+  });
+
   it('refuses a body that is not JSON with 415', async () => {
     const { token } = await createKey(app.context, await createOrg(app.context));
     expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw: 'external_user_ref=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }), 415, 'common.unsupported_media_type');

@@ -78,6 +78,18 @@ describe('registration guarantees', function () {
       expect(JSON.parse(quote!).mediaHash).to.equal('0x' + createHash('sha256').update(firstBytes).digest('hex'));
     });
 
+    it('cannot be pointed at another key: its signature covers the one object key', async () => {
+      const key = await createKey(app.context, await createOrg(app.context));
+      const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
+      const url = new URL(init.body.upload_url);
+      const elsewhere = new URL(url);
+      elsewhere.pathname = url.pathname.replace(/[^/]+$/, '00000000-0000-4000-8000-000000000000');
+      const redirected = await upload(elsewhere.toString(), randomBytes(128));
+      expect(redirected.status).to.equal(403);
+      expect(await redirected.text()).to.include('SignatureDoesNotMatch');
+      expect((await upload(init.body.upload_url, randomBytes(128))).status).to.equal(200); // the real one still works
+    });
+
     it('is refused after it expires', async () => {
       const shortLived = configWith({ UPLOAD_TTL_SECONDS: '1' });
       const shortApp = await startApp(shortLived);

@@ -17,9 +17,11 @@ export interface WebProcess {
   stop(): Promise<void>;
 }
 
-/** Node flags that write a CPU profile of the process into `dir` when it exits. */
-export const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
-  dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+/**
+ * Node flags that write CPU profiles of the process into `dir/name` when it exits (one file per thread: the
+ * largest is the main thread's).
+ */
+export const cpuProfileFlags = (dir: string | undefined, name: string): string[] => (dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : []);
 
 /** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
 export async function startWebProcess(env: Env, options: { profileDir?: string } = {}): Promise<WebProcess> {
@@ -77,11 +79,7 @@ export interface WorkerProcess {
  * once each queue has the process's worker connected. Its memory is read from /proc.
  */
 export async function startWorkerProcess(env: Env, config: Config, queues: QueueName[], options: { profileDir?: string } = {}): Promise<WorkerProcess> {
-  const worker = spawnWorker({
-    ...env,
-    WORKER_QUEUES: queues.join(','),
-    ...(options.profileDir ? { NODE_OPTIONS: cpuProfileFlags(options.profileDir, `worker-${queues.join('-')}`).join(' ') } : {}),
-  });
+  const worker = spawnWorker({ ...env, WORKER_QUEUES: queues.join(',') }, cpuProfileFlags(options.profileDir, queues.length > 1 ? 'worker' : `worker-${queues[0]}`));
   await waitForWorkers(config, queues, () => worker.exited);
   const status = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
   return {

@@ -91,9 +91,13 @@ export class AnchorService {
     const relayer = this.relayer(network);
     const tx = this.batch(api, [await this.buildCall(network, request)]);
     const info = await tx.paymentInfo(relayer);
-    const nonce = (await api.rpc.system.accountNextIndex(relayer.address)).toNumber();
-    const signed = await tx.signAsync(relayer, { nonce, era: ERA_PERIOD });
-    const dryRun = await this.dryRun(api, signed.toHex());
+    // The dry run judges the anchor, not the relayer's place in the queue: nonce and dry run are read at one
+    // block, immortal. (The next index, pending extrinsics included, fails a dry run as Future whenever a batch
+    // waits for its block, and as Stale when a block lands between the two calls.)
+    const at = await api.rpc.chain.getBlockHash();
+    const account = (await (await api.at(at)).query.system.account(relayer.address)) as unknown as { nonce: { toNumber(): number } };
+    const signed = await tx.signAsync(relayer, { nonce: account.nonce.toNumber(), era: 0 });
+    const dryRun = await this.dryRun(api, signed.toHex(), at.toHex());
     return {
       feePlanck: info.partialFee.toBigInt(),
       decimals: api.registry.chainDecimals[0] ?? 12,
@@ -102,8 +106,8 @@ export class AnchorService {
     };
   }
 
-  private async dryRun(api: ApiPromise, hex: string): Promise<AnchorQuote['dryRun']> {
-    const result = await api.rpc.system.dryRun(hex);
+  private async dryRun(api: ApiPromise, hex: string, at: string): Promise<AnchorQuote['dryRun']> {
+    const result = await api.rpc.system.dryRun(hex, at);
     if (result.isErr) return { ok: false, reason: `transaction invalid: ${result.asErr.type}${result.asErr.isInvalid ? `.${result.asErr.asInvalid.type}` : ''}` };
     const outcome = result.asOk;
     if (outcome.isErr) return { ok: false, reason: `dispatch failed: ${describeDispatchError(api, outcome.asErr)}` };
@@ -113,6 +117,13 @@ export class AnchorService {
   async nextRelayerNonce(network: Network): Promise<number> {
     const api = await this.chains.api(network);
     return (await api.rpc.system.accountNextIndex(this.relayer(network).address)).toNumber();
+  }
+
+  /** The relayer's nonce in the best block's state (extrinsics in the pool not counted). */
+  async onChainNonce(network: Network): Promise<number> {
+    const api = await this.chains.api(network);
+    const account = (await api.query.system.account(this.relayer(network).address)) as unknown as { nonce: { toNumber(): number } };
+    return account.nonce.toNumber();
   }
 
   /**

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AppContext } from '../context';
 import type { Network } from '../config';
 import { AppError, notFound, type ErrorCode } from '../errors';
@@ -12,6 +10,7 @@ import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
 import { createTransaction } from '../transactions/service';
 import { publishTransactionUpdate } from '../transactions/updates';
+import { presignPut } from '../storage/presign';
 
 export interface InitInput {
   readonly network: Network;
@@ -127,7 +126,7 @@ export async function initVersion(app: AppContext, principal: Principal, atsId: 
 }
 
 export async function reserveUpload(app: AppContext, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
-  const url = await getSignedUrl(app.storage.client, new PutObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey }), { expiresIn: ttlSeconds });
+  const url = await presignPut(app.storage, session.audioKey, ttlSeconds);
   await registrationStore(app).saveSession(session, ttlSeconds);
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
 }

@@ -166,13 +166,24 @@ export class RelayerSubmitter {
       try {
         inclusion = await this.anchors.submit(network, submission.extrinsicHex);
       } catch (err) {
-        // Already in a block (sent before a crash, or taken between our look and our send)?
-        inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
-        if (!inclusion) {
-          if (!(err instanceof SubmissionRejected)) throw err; // the node went away: the job retries later
-          const expired = (await this.anchors.bestBlockNumber(network)) >= submission.signedAtBlock + ERA_PERIOD;
-          await this.abandon(submission, expired ? 'expired' : 'rejected', err.message);
-          return;
+        if (!(err instanceof SubmissionRejected)) {
+          // the node went away, or did not answer in time: the bytes may be in a block; the job retries later
+          inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
+          if (!inclusion) throw err;
+        } else {
+          // Read the chain's height and the relayer's nonce first, then look for the bytes: if they are not in
+          // a block now, a height past the era or a nonce past ours means they never will be.
+          const best = await this.anchors.bestBlockNumber(network);
+          const chainNonce = await this.anchors.onChainNonce(network);
+          inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
+          if (!inclusion) {
+            if (best >= submission.signedAtBlock + ERA_PERIOD) return this.abandon(submission, 'expired', `its era ended unincluded (${err.message})`);
+            if (chainNonce > submission.nonce) return this.abandon(submission, 'expired', `its nonce went to another extrinsic (${err.message})`, { nonceUsed: true });
+            // Sent before (by this process or one that died), the bytes may still wait in the node's pool, which
+            // refuses them again as a duplicate: they will be included or expire. Look again later.
+            if (checkChainFirst) throw new Error(`batch ${submission.id} refused on resend (${err.message}); it may still be pending`);
+            return this.abandon(submission, 'rejected', err.message);
+          }
         }
       }
     }
@@ -222,14 +233,17 @@ export class RelayerSubmitter {
   }
 
   /** The batch can never be included: hand its nonce back and send its items on, or fail them. */
-  private async abandon(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string): Promise<void> {
+  private async abandon(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string, { nonceUsed = false } = {}): Promise<void> {
     const touched: string[] = [];
     const deliveries = await this.app.db.transaction(async (trx) => {
       await trx('chain_submissions').where({ id: submission.id }).update({ status, updated_at: trx.fn.now() });
-      await trx('relayer_nonces')
-        .where({ network: submission.network, address: submission.relayer })
-        .where('next_nonce', '>', submission.nonce)
-        .update({ next_nonce: submission.nonce });
+      // an unused nonce goes back, so later batches are not stuck behind a gap
+      if (!nonceUsed) {
+        await trx('relayer_nonces')
+          .where({ network: submission.network, address: submission.relayer })
+          .where('next_nonce', '>', submission.nonce)
+          .update({ next_nonce: submission.nonce });
+      }
       const out: (string | null)[] = [];
       for (const item of await this.items(trx, submission.id)) {
         touched.push(item.id);
@@ -244,7 +258,7 @@ export class RelayerSubmitter {
     });
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
     await publishTransactionUpdates(this.app, touched);
-    this.app.log.warn({ network: submission.network, submission_id: submission.id, status, reason }, 'batch abandoned');
+    this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch abandoned');
   }
 
   private items(trx: Knex.Transaction, submissionId: string) {

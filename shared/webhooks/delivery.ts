@@ -82,35 +82,39 @@ export async function attemptDelivery(app: AppContext, delivery: Delivery, plan:
   const decision = decide(result, plan, webhooks.retrySchedule);
   const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
   const error = 'error' in result ? (result.error ?? null) : null;
-  const attempt = await app.db.transaction(async (trx) => {
-    const [updated] = await trx('webhook_deliveries')
-      .where({ id: delivery.id })
-      .update({
-        attempts: trx.raw('attempts + 1'),
-        status: decision.kind === 'retry' ? 'pending' : decision.kind,
-        last_status_code: result.statusCode ?? null,
-        last_error: error,
-        next_attempt_at: nextAttemptAt,
-        delivered_at: decision.kind === 'delivered' ? trx.fn.now() : null,
-        updated_at: trx.fn.now(),
-      })
-      .returning('attempts');
-    await trx('webhook_attempts').insert({
-      delivery_id: delivery.id,
-      event_id: delivery.eventId,
-      event: delivery.event,
-      transaction_id: delivery.transactionId,
-      api_key_id: delivery.apiKeyId,
-      url: delivery.url,
-      attempt: updated.attempts,
-      status_code: result.statusCode ?? null,
-      duration_ms: Date.now() - started,
+  // The delivery's new state and the attempt's row in one statement (atomic without a transaction's extra round trips).
+  const { rows } = await app.db.raw(
+    `WITH d AS (
+       UPDATE webhook_deliveries
+       SET attempts = attempts + 1, status = :status, last_status_code = CAST(:statusCode AS integer), last_error = :error,
+           next_attempt_at = CAST(:nextAttemptAt AS timestamptz), delivered_at = CASE WHEN CAST(:delivered AS boolean) THEN now() END, updated_at = now()
+       WHERE id = :deliveryId
+       RETURNING attempts
+     )
+     INSERT INTO webhook_attempts (delivery_id, event_id, event, transaction_id, api_key_id, url, attempt, status_code, duration_ms, error, outcome, next_attempt_at)
+     SELECT CAST(:deliveryId AS uuid), CAST(:eventId AS uuid), CAST(:event AS text), CAST(:transactionId AS uuid), CAST(:apiKeyId AS uuid),
+       CAST(:url AS text), d.attempts, CAST(:statusCode AS integer), CAST(:durationMs AS integer), CAST(:error AS text), CAST(:outcome AS text),
+       CAST(:nextAttemptAt AS timestamptz)
+     FROM d
+     RETURNING attempt`,
+    {
+      deliveryId: delivery.id,
+      status: decision.kind === 'retry' ? 'pending' : decision.kind,
+      statusCode: result.statusCode ?? null,
       error,
+      nextAttemptAt,
+      delivered: decision.kind === 'delivered',
+      eventId: delivery.eventId,
+      event: delivery.event,
+      transactionId: delivery.transactionId,
+      apiKeyId: delivery.apiKeyId,
+      url: delivery.url,
+      durationMs: Date.now() - started,
       outcome: decision.kind,
-      next_attempt_at: nextAttemptAt,
-    });
-    return updated.attempts as number;
-  });
+    },
+  );
+  if (!rows[0]) throw new Error(`delivery ${delivery.id} no longer exists`);
+  const attempt = rows[0].attempt as number;
   return { ...decision, attempt };
 }
 

@@ -4,7 +4,10 @@
  * the chain node is stopped for 20 s, and the webhook receiver fails half of what it gets. Then it checks,
  * from PostgreSQL, the chain and the receiver, that nothing was lost or done twice, and prints a table.
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { randomBytes, randomInt } from 'node:crypto';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { startTestServices, stopTestServices, configWith, testServices } from '../helpers/services';
@@ -73,8 +76,10 @@ async function main(): Promise<number> {
   };
   const config = configWith(overrides);
   const app = await startApp(config);
-  const workerEnv: Env = { ...testServices().env, ...overrides };
-  const workers: (WorkerProcess | undefined)[] = Array.from({ length: WORKERS }, () => spawnWorker(workerEnv));
+  const workerEnv: Env = { ...testServices().env, ...overrides, LOG_LEVEL: 'info' };
+  // every worker's log, for reading after a run: /tmp/works-api-chaos-workers.log
+  const workerLog = fs.openSync(path.join(os.tmpdir(), 'works-api-chaos-workers.log'), 'w');
+  const workers: (WorkerProcess | undefined)[] = Array.from({ length: WORKERS }, () => spawnWorker(workerEnv, [], workerLog));
   const spawned: WorkerProcess[] = [...(workers as WorkerProcess[])];
 
   // a receiver that fails half of what it gets
@@ -131,7 +136,7 @@ async function main(): Promise<number> {
       counts.killed++;
       workers[i] = undefined;
       await sleep(randomInt(300, 2000));
-      workers[i] = spawnWorker(workerEnv);
+      workers[i] = spawnWorker(workerEnv, [], workerLog);
       spawned.push(workers[i]!);
     }
   })();
@@ -173,7 +178,7 @@ async function main(): Promise<number> {
   calm = true;
   await chaos;
   log(`load done in ${Math.round((Date.now() - started) / 1000)} s; chaos stopped (${counts.killed} workers killed, ${counts.redisRestarts} Redis restart, ${counts.chainOutages} chain outage); settling`);
-  for (let i = 0; i < workers.length; i++) if (!workers[i]) spawned.push((workers[i] = spawnWorker(workerEnv)));
+  for (let i = 0; i < workers.length; i++) if (!workers[i]) spawned.push((workers[i] = spawnWorker(workerEnv, [], workerLog)));
 
   // settle: every transaction terminal, every delivery delivered or dead
   const settleDeadline = Date.now() + 600_000;

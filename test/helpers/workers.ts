@@ -59,10 +59,14 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** A `worker` process as the Procfile runs it (`node --import tsx jobs/main.ts`), on the given environment. */
-export function spawnWorker(env: Env): WorkerProcess {
+/**
+ * A `worker` process as the Procfile runs it (`node --import tsx jobs/main.ts`), on the given environment;
+ * `nodeArgs` adds Node flags (the benches' --cpu-prof, which NODE_OPTIONS does not take).
+ */
+export function spawnWorker(env: Env, nodeArgs: string[] = [], logFd?: number): WorkerProcess {
   const root = path.resolve(__dirname, '../..');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/main.ts'], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // its log lines (stdout) go to `logFd` when given
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'jobs/main.ts'], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', logFd ?? 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

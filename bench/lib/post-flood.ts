@@ -1,0 +1,27 @@
+import http from 'node:http';
+
+/**
+ * The webhooks bench's floor, in a process of its own like the worker: COUNT POSTs of the same body to the
+ * receiver, CONCURRENCY at a time, each over a fresh connection as a delivery makes them, and nothing else
+ * (no database, no queue, no signature). Answers { ms }.
+ */
+process.on('message', async (m: { url: string; count: number; concurrency: number; body: string }) => {
+  const started = process.hrtime.bigint();
+  let next = 0;
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(m.url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(m.body) } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(m.body);
+    });
+  await Promise.all(
+    Array.from({ length: m.concurrency }, async () => {
+      while (next++ < m.count) await post();
+    }),
+  );
+  process.send!({ ms: Number(process.hrtime.bigint() - started) / 1e6 });
+});
+process.send!({ ready: true });

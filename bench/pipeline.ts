@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import { QUEUE_NAMES } from '../shared/config';
+import { createLogger } from '../shared/logger';
+import { createContext, closeContext } from '../shared/context';
+import { AnchorService } from '../shared/chain/anchors';
+import { createOrg, createKey, type TestKey } from '../test/helpers/factories';
+import { initBody } from '../test/helpers/registration';
+import { WebhookReceiver } from '../test/helpers/receiver';
+import { benchMain, say } from './lib/main';
+import { pick } from './lib/options';
+import { BenchReport } from './lib/report';
+import { startBenchServices } from './lib/services';
+import { startWebProcess, startWorkerProcess } from './lib/processes';
+import { chainCapacity } from './lib/chain-floor';
+import { percentile, repeat } from './lib/stats';
+
+/**
+ * Registrations end to end, as partners drive them: each of N registrations of 64 KB of audio goes init → PUT →
+ * prepare → confirm → `work_registered` webhook, CLIENTS at a time, on a chain building a block every 2 s (as
+ * `npm run dev`), one web process and one worker process running every queue (the Procfile's lines). The floor
+ * is the chain's: the blocks its weight and length limits need for N such calls, times the block time.
+ */
+const BLOCK_MS = 2000;
+const CLIENTS = 100;
+const PER_ORG = 20; // within an organization's init burst (RATE_LIMIT_BURST 100)
+
+benchMain(async (options) => {
+  const count = pick(options, options.size, 1000, 5);
+  // one full run takes minutes (each prepare's dry run costs the local chain ~0.3 s): one by default, so the whole
+  // suite stays within 20 minutes; its latencies are percentiles over every registration
+  const runs = pick(options, options.runs, 1, 1);
+  const clients = Math.min(CLIENTS, count);
+  const report = new BenchReport('pipeline', options.smoke, { registrations: count, audio_kb: 64, block_ms: BLOCK_MS, clients, runs, organizations: Math.ceil(count / PER_ORG) });
+  say(`pipeline: ${count} registrations, ${clients} clients, a block every ${BLOCK_MS} ms, ${runs} runs`);
+  const services = await startBenchServices('pipeline', { blocks: BLOCK_MS });
+  Object.assign(report.versions, services.versions);
+  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const receiver = await new WebhookReceiver().start();
+  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const worker = await startWorkerProcess(services.env, services.config, [...QUEUE_NAMES], { profileDir: options.profileDir });
+  try {
+    const keys: TestKey[] = [];
+    for (let i = 0; i < Math.ceil(count / PER_ORG); i++) keys.push(await createKey(context, await createOrg(context, 1_000_000), undefined, receiver.url));
+    const webhookAt = new Map<string, number>();
+    receiver.respond = (entry) => {
+      webhookAt.set(entry.body?.transaction_id, entry.at);
+      return { status: 200 };
+    };
+
+    const samples = await repeat(runs, async (run) => {
+      const confirmedAt = new Map<string, number>();
+      const failures: string[] = [];
+      const started = Date.now();
+      let next = 0;
+      const drive = async () => {
+        for (let i = next++; i < count; i = next++) {
+          const key = keys[i % keys.length]!;
+          try {
+            confirmedAt.set(...(await registerOne(web.url, key.token)));
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
+        }
+      };
+      const expected = receiver.received.length + count;
+      await Promise.all(Array.from({ length: clients }, drive));
+      if (failures.length) throw new Error(`${failures.length} registrations failed before confirm, e.g. ${failures[0]}`);
+      const lastConfirm = Math.max(...confirmedAt.values());
+      await receiver.waitFor(expected, 600_000);
+      const ids = [...confirmedAt.keys()];
+      const finished = Math.max(...ids.map((id) => webhookAt.get(id)!));
+      const firstConfirm = Math.min(...confirmedAt.values());
+      const latencies = ids.map((id) => webhookAt.get(id)! - confirmedAt.get(id)!);
+      const [used] = await context.db('transactions').whereIn('id', ids).select(
+        context.db.raw('count(distinct block_number)::int as blocks'),
+        context.db.raw('count(distinct submission_id)::int as extrinsics'),
+        context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
+      );
+      if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
+      const sample = {
+        totalMs: finished - started,
+        chainMs: finished - firstConfirm,
+        drainMs: finished - lastConfirm,
+        quoteMs: lastConfirm - started,
+        p50: percentile(latencies, 50),
+        p95: percentile(latencies, 95),
+        blocks: used.blocks as number,
+        extrinsics: used.extrinsics as number,
+        ids,
+      };
+      say(`  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`);
+      return sample;
+    });
+
+    const call = await context.db('transactions').whereNotNull('call_hex').first('call_hex', 'network');
+    const relayer = new AnchorService(context.chains).relayerAddress(call.network);
+    const capacity = await chainCapacity(context, call.network, call.call_hex, relayer);
+    const floorBlocks = Math.ceil(count / capacity.callsPerBlock);
+    const floorMs = floorBlocks * BLOCK_MS;
+    report.parameters.chain_capacity = capacity;
+    report.parameters.chain_batch_max = services.config.chainBatchMax;
+    report.parameters.floor_blocks = floorBlocks;
+    report.add({
+      id: 'total_s',
+      label: `${count} registrations, first init to last webhook`,
+      unit: 's',
+      runs: samples.map((s) => s.totalMs / 1000),
+      floor: { label: `${floorBlocks} block(s) × ${BLOCK_MS / 1000} s`, runs: samples.map(() => floorMs / 1000) },
+      target: { text: '≤ floor + 3 blocks', met: (v, floor) => v <= floor + (3 * BLOCK_MS) / 1000 },
+    });
+    report.add({ id: 'registrations_per_s', label: 'registrations per second', unit: '/s', runs: samples.map((s) => (1000 * count) / s.totalMs), floor: { label: 'chain limit', runs: samples.map(() => (1000 * count) / floorMs) } });
+    report.add({ id: 'quote_phase_s', label: 'first init to last confirm', unit: 's', runs: samples.map((s) => s.quoteMs / 1000) });
+    report.add({ id: 'chain_phase_s', label: 'first confirm to last webhook', unit: 's', runs: samples.map((s) => s.chainMs / 1000), floor: { label: 'chain floor', runs: samples.map(() => floorMs / 1000) } });
+    report.add({ id: 'drain_s', label: 'last confirm to last webhook', unit: 's', runs: samples.map((s) => s.drainMs / 1000) });
+    report.add({ id: 'blocks', label: 'blocks used', unit: 'blocks', runs: samples.map((s) => s.blocks), floor: { label: 'chain floor', runs: samples.map(() => floorBlocks) } });
+    report.add({ id: 'extrinsics', label: 'relayer extrinsics used', unit: 'extrinsics', runs: samples.map((s) => s.extrinsics) });
+    report.add({ id: 'latency_p50_ms', label: 'confirm→webhook p50', unit: 'ms', runs: samples.map((s) => s.p50), floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) } });
+    report.add({
+      id: 'latency_p95_ms',
+      label: 'confirm→webhook p95',
+      unit: 'ms',
+      runs: samples.map((s) => s.p95),
+      floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) },
+      target: { text: `≤ 3 blocks (${(3 * BLOCK_MS) / 1000} s)`, met: (v) => v <= 3 * BLOCK_MS },
+    });
+    report.note(`the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`);
+    report.write(options.outDir);
+  } finally {
+    await worker.stop();
+    await web.stop();
+    await receiver.stop();
+    await closeContext(context);
+    await services.stop();
+  }
+});
+
+/** init → PUT → prepare → confirm; resolves with the transaction id and when confirm answered. */
+async function registerOne(base: string, token: string): Promise<[string, number]> {
+  const post = async (path: string, body: unknown, status = 200) => {
+    const res = await fetch(base + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const json = (await res.json()) as Record<string, any>;
+    if (res.status !== status) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`);
+    return json;
+  };
+  const init = await post('/v1/works/init', initBody());
+  const put = await fetch(init.upload_url, { method: 'PUT', body: randomBytes(64 * 1024) as unknown as BodyInit });
+  if (put.status !== 200) throw new Error(`upload: ${put.status}`);
+  await post('/v1/works/prepare', { job_id: init.job_id });
+  const confirm = await post('/v1/works/confirm', { job_id: init.job_id }, 202);
+  return [confirm.transaction_id as string, Date.now()];
+}

@@ -1,0 +1,54 @@
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { expect } from 'chai';
+
+/**
+ * Every benchmark at a tiny size (`npm run bench -- --smoke`: hash 1 MB, api 1 s with 4 connections, pipeline
+ * 5 registrations, webhooks 50, listing 2,000 works, sockets 50), each against dependencies of its own, so none
+ * of them rots: each must finish, print its table and write a results JSON with numbers (into a temporary
+ * directory, never bench/results).
+ */
+describe('benchmarks (smoke)', function () {
+  this.timeout(600_000);
+  const root = path.resolve(__dirname, '../..');
+  const benches = readdirSync(path.join(root, 'bench'))
+    .filter((f) => f.endsWith('.ts') && f !== 'run.ts')
+    .map((f) => f.slice(0, -3));
+  let out: string;
+  let output = '';
+  let code: number | null = null;
+
+  before(async () => {
+    out = mkdtempSync(path.join(os.tmpdir(), 'works-bench-smoke-'));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], { cwd: root, env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    code = await new Promise((resolve) => child.once('exit', resolve));
+  });
+  after(() => rmSync(out, { recursive: true, force: true }));
+
+  it('runs every bench to completion and prints one table', () => {
+    expect(code, output.slice(-3000)).to.equal(0);
+    expect(benches).to.include.members(['hash', 'api', 'pipeline', 'webhooks', 'listing', 'sockets']);
+    expect(output).to.match(/bench\s+figure\s+median/);
+  });
+
+  for (const name of ['hash', 'api', 'pipeline', 'webhooks', 'listing', 'sockets']) {
+    it(`${name}: a results JSON with the machine, the versions and numeric figures`, () => {
+      const result = JSON.parse(readFileSync(path.join(out, `${name}.json`), 'utf8'));
+      expect(result.bench).to.equal(name);
+      expect(result.smoke).to.equal(true);
+      expect(result.machine.cpus).to.be.a('number').above(0);
+      expect(result.node).to.equal(process.version);
+      expect(result.versions).to.include.keys('koa', 'bullmq', 'postgresql', 'redis');
+      expect(result.figures).to.be.an('array').that.is.not.empty;
+      for (const figure of result.figures) {
+        expect(figure.value, figure.id).to.be.a('number').that.satisfies(Number.isFinite);
+        expect(figure.runs, figure.id).to.be.an('array').that.is.not.empty;
+        if (figure.floor) expect(figure.floor.value, `${figure.id} floor`).to.satisfy(Number.isFinite);
+      }
+    });
+  }
+});

@@ -42,6 +42,8 @@ export async function startTestServices(): Promise<TestServices> {
     LOG_LEVEL: 'info',
     DATABASE_URL: databaseUrl,
     REDIS_URL: outer.REDIS_URL,
+    // a chain of the caller's (the soak runs one in a process of its own); else one is started here
+    ...(outer.CHAIN_TESTNET_WS ? { CHAIN_TESTNET_WS: outer.CHAIN_TESTNET_WS, RELAYER_SEED_TESTNET: outer.RELAYER_SEED_TESTNET } : {}),
     REDIS_PREFIX: `test_${runId}`,
     OIDC_ISSUER: IDP.issuer,
     OIDC_AUDIENCE: IDP.audience,

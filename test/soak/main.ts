@@ -1,10 +1,13 @@
 /**
  * `npm run soak [-- --minutes N]`: steady mixed load (registrations to finality, listing, transaction
- * polling, health) against a web and workers in this process, on the test harness's real services. Every
+ * polling, health) against a web and workers in this process, on the test harness's real services (the
+ * chain in a child process, so its blocks are not counted). Every
  * `--sample` seconds it prints memory (after a full GC) and request latency; it fails when memory grows
  * and does not level off (the last third of the run above the middle third by more than the tolerance).
  */
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { startTestServices, stopTestServices } from '../helpers/services';
 import { call, startApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
@@ -27,6 +30,13 @@ const percentile = (values: number[], p: number) => {
 
 async function main(): Promise<number> {
   if (!gc) throw new Error('run with --expose-gc (npm run soak does)');
+  // the chain runs in a child process: what is measured here is the web and the workers
+  process.env.RELAYER_SEED_TESTNET = '//SoakRelayer';
+  const chainProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'chain.ts')], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  process.env.CHAIN_TESTNET_WS = await new Promise<string>((resolve, reject) => {
+    chainProcess.stdout!.once('data', (line: Buffer) => resolve(JSON.parse(line.toString()).wsUrl));
+    chainProcess.once('exit', () => reject(new Error('the soak chain exited')));
+  });
   const services = await startTestServices();
   const app = await startApp(services.config);
   const workers = await startTestWorkers(services.config, ['prepare', 'chain', 'webhooks']);
@@ -85,6 +95,7 @@ async function main(): Promise<number> {
   await workers.stop();
   await app.close();
   await stopTestServices();
+  chainProcess.kill('SIGTERM');
 
   const third = Math.max(1, Math.floor(samples.length / 3));
   const mean = (xs: typeof samples) => xs.reduce((s, x) => s + x.heapMb, 0) / xs.length;

@@ -95,8 +95,7 @@ export class AnchorService {
     // block, immortal. (The next index, pending extrinsics included, fails a dry run as Future whenever a batch
     // waits for its block, and as Stale when a block lands between the two calls.)
     const at = await api.rpc.chain.getBlockHash();
-    const account = (await (await api.at(at)).query.system.account(relayer.address)) as unknown as { nonce: { toNumber(): number } };
-    const signed = await tx.signAsync(relayer, { nonce: account.nonce.toNumber(), era: 0 });
+    const signed = await tx.signAsync(relayer, { nonce: await this.onChainNonce(network, at.toHex()), era: 0 });
     const dryRun = await this.dryRun(api, signed.toHex(), at.toHex());
     return {
       feePlanck: info.partialFee.toBigInt(),
@@ -119,10 +118,11 @@ export class AnchorService {
     return (await api.rpc.system.accountNextIndex(this.relayer(network).address)).toNumber();
   }
 
-  /** The relayer's nonce in the best block's state (extrinsics in the pool not counted). */
-  async onChainNonce(network: Network): Promise<number> {
+  /** The relayer's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */
+  async onChainNonce(network: Network, at?: string): Promise<number> {
     const api = await this.chains.api(network);
-    const account = (await api.query.system.account(this.relayer(network).address)) as unknown as { nonce: { toNumber(): number } };
+    const state = at ? await api.at(at) : api;
+    const account = (await state.query.system.account(this.relayer(network).address)) as unknown as { nonce: { toNumber(): number } };
     return account.nonce.toNumber();
   }
 

@@ -6,15 +6,15 @@ import { STEPS } from '../../shared/transactions/steps';
  * Response shapes of the API (spec §2, contract §§4–8), as JSON Schema. Request bodies are not here: the
  * document takes them from the schemas the routes validate with (web/routes/<route>/schemas.ts).
  */
-const str = { type: 'string' } as const;
-const int = { type: 'integer' } as const;
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' } as const;
-const uuid = { type: 'string', format: 'uuid' } as const;
-const network = { type: 'string', enum: ['testnet', 'mainnet'] } as const;
-const nullable = <T extends Record<string, unknown>>(schema: T) => ({ ...schema, type: [schema.type as string, 'null'] });
+export const str = { type: 'string' } as const;
+export const int = { type: 'integer' } as const;
+export const dateTime = { type: 'string', format: 'date-time' } as const;
+export const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' } as const;
+export const uuid = { type: 'string', format: 'uuid' } as const;
+export const network = { type: 'string', enum: ['testnet', 'mainnet'] } as const;
+export const nullable = <T extends Record<string, unknown>>(schema: T) => ({ ...schema, type: [schema.type as string, 'null'] });
 
-const object = (properties: Record<string, unknown>, optional: string[] = []) => ({
+export const object = (properties: Record<string, unknown>, optional: string[] = []) => ({
   type: 'object',
   additionalProperties: false,
   required: Object.keys(properties).filter((k) => !optional.includes(k)),

@@ -1,14 +1,10 @@
 import type { Operation } from '../../openapi/operations';
+import { dateTime, hex32, int, nullable, object, str } from '../../openapi/components';
 import { creatorsQuerySchema, listWorksQuerySchema, workQuerySchema } from './schemas';
 
 /** The read routes in the OpenAPI document: response shapes (contract §6) and their errors. */
-const str = { type: 'string' } as const;
-const int = { type: 'integer' } as const;
 const bool = { type: 'boolean' } as const;
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const hex32 = { type: 'string', pattern: '^0x[0-9a-f]{64}$' } as const;
-const nullableString = { type: ['string', 'null'] } as const;
-const object = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, required: Object.keys(properties), properties });
+const nullableString = nullable(str);
 
 const workFields = {
   id: { type: 'string', format: 'uuid' },

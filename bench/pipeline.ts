@@ -77,6 +77,8 @@ benchMain(async (options) => {
         context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
       );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
+      const phases = await phaseTimes(context, ids, webhookAt);
+      say(`  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases).map(([name, ms]) => `${name} ${ms.p50} / ${ms.p95}`).join(', ')}`);
       const sample = {
         totalMs: finished - started,
         chainMs: finished - firstConfirm,
@@ -86,6 +88,7 @@ benchMain(async (options) => {
         p95: percentile(latencies, 95),
         blocks: used.blocks as number,
         extrinsics: used.extrinsics as number,
+        phases,
         ids,
       };
       say(`  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`);
@@ -100,6 +103,7 @@ benchMain(async (options) => {
     report.parameters.chain_capacity = capacity;
     report.parameters.chain_batch_max = services.config.chainBatchMax;
     report.parameters.floor_blocks = floorBlocks;
+    report.parameters.phases_ms = samples.map((s) => s.phases);
     report.add({
       id: 'total_s',
       label: `${count} registrations, first init to last webhook`,
@@ -133,6 +137,22 @@ benchMain(async (options) => {
     await services.stop();
   }
 });
+
+/**
+ * Each stretch from confirm to webhook, from the transactions' steps (a step's time is when it ended): until a
+ * chain job took it, until its call was in a signed batch, until that batch was in a block, until finality was
+ * recorded, until the webhook arrived.
+ */
+async function phaseTimes(context: ReturnType<typeof createContext>, ids: string[], webhookAt: Map<string, number>) {
+  const rows = await context.db('transactions').whereIn('id', ids).select('id', 'created_at', 'steps');
+  const stretches: Record<string, number[]> = { queued: [], batched: [], in_block: [], finalized: [], webhook: [] };
+  for (const row of rows) {
+    const at = (name: string) => Date.parse((row.steps as { name: string; at: string }[]).find((step) => step.name === name)!.at);
+    const marks = [Date.parse(row.created_at), at('preparing_transaction'), at('signing'), at('submitting'), at('confirming'), webhookAt.get(row.id)!];
+    Object.values(stretches).forEach((list, i) => list.push(marks[i + 1]! - marks[i]!));
+  }
+  return Object.fromEntries(Object.entries(stretches).map(([name, list]) => [name, { p50: percentile(list, 50), p95: percentile(list, 95) }]));
+}
 
 /** init → PUT → prepare → confirm; resolves with the transaction id and when confirm answered. */
 async function registerOne(base: string, token: string): Promise<[string, number]> {

@@ -5,7 +5,12 @@ import { bullPrefix, QUEUE_DEFINITIONS } from '../shared/queue/queues';
 import { createRedis, type Redis } from '../shared/redis/client';
 import { webhookBackoff } from './webhooks/processor';
 
-export type ProcessorFactory = (ctx: AppContext) => Processor;
+/** A queue's processor, and what to wait for on shutdown besides its jobs (work it carries on outside them). */
+export interface QueueProcessor {
+  readonly process: Processor;
+  settle(): Promise<void>;
+}
+export type ProcessorFactory = (ctx: AppContext) => Processor | QueueProcessor;
 export type ProcessorRegistry = Partial<Record<QueueName, ProcessorFactory>>;
 
 export interface RunningWorkers {
@@ -14,19 +19,31 @@ export interface RunningWorkers {
   stop(graceMs?: number): Promise<void>;
 }
 
+/**
+ * Jobs in flight per worker process: deliveries mostly wait on partners' endpoints (WEBHOOK_CONCURRENCY); chain
+ * and prepare jobs mostly wait on the chain (their queue's own figure); the rest are capped by WORKER_CONCURRENCY.
+ */
+function concurrencyOf(ctx: AppContext, name: QueueName): number {
+  const { concurrency, waits } = QUEUE_DEFINITIONS[name];
+  if (name === 'webhooks') return ctx.config.webhooks.concurrency;
+  return waits ? concurrency : Math.min(concurrency, ctx.config.workers.concurrency * 4);
+}
+
 /** Starts one BullMQ worker per named queue, each with its own blocking connection. */
 export function startWorkers(ctx: AppContext, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
   const connections: Redis[] = [];
+  const settlers: (() => Promise<void>)[] = [];
   const workers = queues.map((name) => {
     const factory = registry[name];
     if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
     const connection = createRedis(ctx.config.redis.url, 'worker', `works-api:worker:${name}`);
     connections.push(connection);
-    const worker = new Worker(name, factory(ctx), {
+    const made = factory(ctx);
+    if (typeof made !== 'function') settlers.push(() => made.settle());
+    const worker = new Worker(name, typeof made === 'function' ? made : made.process, {
       connection,
       prefix: bullPrefix(ctx.config.redis.prefix),
-      // Deliveries mostly wait on partners' endpoints, so they get a limit of their own (WEBHOOK_CONCURRENCY).
-      concurrency: name === 'webhooks' ? ctx.config.webhooks.concurrency : Math.min(QUEUE_DEFINITIONS[name].concurrency, ctx.config.workers.concurrency * 4),
+      concurrency: concurrencyOf(ctx, name),
       autorun: true,
       // a dead worker's job is found stalled and run again by another within about a lock period
       lockDuration: ctx.config.workers.lockMs,
@@ -44,7 +61,7 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       let timer: NodeJS.Timeout | undefined;
       // pause() stops taking jobs and waits for the active ones; close() is then immediate. Past the grace
       // period, close(true) lets go: the job's lock lapses and BullMQ's stalled-job check hands it to another worker.
-      const drained = Promise.all(workers.map((w) => w.pause()));
+      const drained = Promise.all(workers.map((w) => w.pause())).then(() => Promise.all(settlers.map((settle) => settle())));
       const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(() => resolve('expired'), graceMs)));
       const outcome = await Promise.race([drained, expired]);
       clearTimeout(timer);

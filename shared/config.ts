@@ -231,7 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
-    chainBatchMax: read.int('CHAIN_BATCH_MAX', 100, 1, 1000),
+    chainBatchMax: read.int('CHAIN_BATCH_MAX', 1000, 1, 10_000),
     reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
     live: {
       maxSocketsPerOrg: read.int('WS_MAX_SOCKETS_PER_ORG', 1000, 1, 1_000_000),

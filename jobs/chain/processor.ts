@@ -1,18 +1,23 @@
-import type { Processor } from 'bullmq';
 import type { AppContext } from '../../shared/context';
+import type { QueueProcessor } from '../workers';
 import { AnchorService } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
 
 /**
  * Carries a confirmed transaction to finality (or a refunded failure); a thrown error retries the job.
- * One submitter per process; across processes the relayer's advisory lock lets one submit at a time.
+ * One submitter per process; across processes the relayer's advisory lock lets one submit at a time. A job
+ * leaves the submitter's round once its own call has moved on, so on shutdown the worker also waits for the
+ * round to end.
  */
-export const chainProcessor = (app: AppContext): Processor => {
+export const chainProcessor = (app: AppContext): QueueProcessor => {
   const anchors = new AnchorService(app.chains);
   const submitter = new RelayerSubmitter(app, anchors);
-  return async (job) => {
-    const tx = await advanceTransaction({ app, anchors, submitter }, job.data.transactionId as string);
-    return { status: tx.status };
+  return {
+    process: async (job) => {
+      const tx = await advanceTransaction({ app, anchors, submitter }, job.data.transactionId as string);
+      return { status: tx.status };
+    },
+    settle: () => submitter.settle(),
   };
 };

@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { Keyring } from '@polkadot/keyring';
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
@@ -22,6 +23,12 @@ export interface AnchorQuote {
   readonly mortalitySeconds: number;
   readonly dryRun: { ok: true } | { ok: false; reason: string };
 }
+
+/** What the chain says of one call: its fee and whether it would go through. */
+export type CallVerdict = Pick<AnchorQuote, 'feePlanck' | 'dryRun'>;
+
+/** Most calls one group of quotes dry-runs together. */
+const QUOTE_GROUP_MAX = 100;
 
 export interface SignedBatch {
   readonly hex: string;
@@ -53,6 +60,8 @@ export interface Inclusion {
  */
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
+  private readonly verdicts = new Map<Network, DataLoader<string, CallVerdict>>();
+  private readonly finality = new Map<Network, FinalityWatch>();
 
   constructor(private readonly chains: ChainConnections) {
     const keyring = new Keyring({ type: 'sr25519' });
@@ -85,24 +94,72 @@ export class AnchorService {
     return api.tx.utility.forceBatch ? api.tx.utility.forceBatch(calls) : api.tx.utility.batch(calls);
   }
 
-  /** The fee of the exact extrinsic the relayer will submit for this anchor, and a dry run of it signed. */
+  /**
+   * The fee of the exact extrinsic the relayer will submit for this anchor, and a dry run of its call. Quotes
+   * asked while others are with the chain wait for them and then go together: one dry run and one fee query per
+   * kind of call for the whole group (see `judge`), so concurrent prepares cost the chain what one does.
+   */
   async quote(network: Network, request: AnchorRequest): Promise<AnchorQuote> {
     const api = await this.chains.api(network);
-    const relayer = this.relayer(network);
-    const tx = this.batch(api, [await this.buildCall(network, request)]);
-    const info = await tx.paymentInfo(relayer);
-    // The dry run judges the anchor, not the relayer's place in the queue: nonce and dry run are read at one
-    // block, immortal. (The next index, pending extrinsics included, fails a dry run as Future whenever a batch
-    // waits for its block, and as Stale when a block lands between the two calls.)
-    const at = await api.rpc.chain.getBlockHash();
-    const signed = await tx.signAsync(relayer, { nonce: await this.onChainNonce(network, at.toHex()), era: 0 });
-    const dryRun = await this.dryRun(api, signed.toHex(), at.toHex());
+    const { feePlanck, dryRun } = await this.judgeCall(network, await this.buildCall(network, request));
     return {
-      feePlanck: info.partialFee.toBigInt(),
+      feePlanck,
       decimals: api.registry.chainDecimals[0] ?? 12,
       mortalitySeconds: Math.floor((ERA_PERIOD * expectedBlockTimeMs(api)) / 1000),
       dryRun,
     };
+  }
+
+  /** The fee and dry run of one encoded call, judged with the calls asked at about the same time (`judge`). */
+  judgeCall(network: Network, callHex: string): Promise<CallVerdict> {
+    return this.judges(network).load(callHex);
+  }
+
+  /** One loader per network: a group is sent when the one before it has its answers. */
+  private judges(network: Network): DataLoader<string, CallVerdict> {
+    let loader = this.verdicts.get(network);
+    if (!loader) {
+      let previous: Promise<unknown> = Promise.resolve();
+      loader = new DataLoader<string, CallVerdict>((callHexes) => (previous = this.judge(network, callHexes)), {
+        cache: false,
+        maxBatchSize: QUOTE_GROUP_MAX,
+        batchScheduleFn: (send) => void previous.catch(() => undefined).then(() => setImmediate(send)),
+      });
+      this.verdicts.set(network, loader);
+    }
+    return loader;
+  }
+
+  /**
+   * Fees and dry runs of a group of calls, all read at one block. Calls of one kind and length cost the same
+   * (their weight is a function of their arguments' lengths in both dialects), so the fee is asked once per
+   * kind and length, of the single-call batch each will be submitted in. The dry run applies every call in one
+   * `utility.batchAll` signed by the relayer, immortal, with its nonce at that block (it judges the anchors,
+   * not the relayer's place in the queue): when the group fails, it is halved until the failing calls stand
+   * alone, each with its own reason.
+   */
+  private async judge(network: Network, callHexes: readonly string[]): Promise<CallVerdict[]> {
+    const api = await this.chains.api(network);
+    const relayer = this.relayer(network);
+    const at = (await api.rpc.chain.getBlockHash()).toHex();
+    const nonce = await this.onChainNonce(network, at);
+    const fees = new Map<string, Promise<bigint>>();
+    const feeOf = (hex: string) => {
+      const call = api.createType('Call', hex);
+      const kind = `${call.section}.${call.method}:${hex.length}`;
+      if (!fees.has(kind)) fees.set(kind, this.batch(api, [hex]).paymentInfo(relayer).then((info) => info.partialFee.toBigInt()));
+      return fees.get(kind)!;
+    };
+    const dryRuns = async (hexes: readonly string[]): Promise<AnchorQuote['dryRun'][]> => {
+      const calls = hexes.map((hex) => api.createType('Call', hex));
+      const tx = api.tx.utility.batchAll ? api.tx.utility.batchAll(calls) : this.batch(api, hexes);
+      const verdict = await this.dryRun(api, (await tx.signAsync(relayer, { nonce, era: 0 })).toHex(), at);
+      if (verdict.ok || hexes.length === 1) return hexes.map(() => verdict);
+      const half = Math.ceil(hexes.length / 2);
+      return [...(await dryRuns(hexes.slice(0, half))), ...(await dryRuns(hexes.slice(half)))];
+    };
+    const [feePlanck, dryRun] = await Promise.all([Promise.all(callHexes.map(feeOf)), dryRuns(callHexes)]);
+    return callHexes.map((_, i) => ({ feePlanck: feePlanck[i]!, dryRun: dryRun[i]! }));
   }
 
   private async dryRun(api: ApiPromise, hex: string, at: string): Promise<AnchorQuote['dryRun']> {
@@ -243,35 +300,62 @@ export class AnchorService {
     return undefined;
   }
 
-  /** Waits until the block is finalized; true when it is still the canonical block at its height. */
+  /**
+   * Waits until the block is finalized; true when it is still the canonical block at its height. Every waiter
+   * of a network shares one subscription to finalized heads.
+   */
   async waitFinalized(network: Network, blockNumber: number, blockHash: string, timeoutMs = 300_000): Promise<boolean> {
     const api = await this.chains.api(network);
-    const deadline = Date.now() + timeoutMs;
-    return new Promise<boolean>((resolve, reject) => {
-      let done = false;
-      let unsubscribe: (() => void) | undefined;
-      const check = async (finalizedNumber: number) => {
-        if (done || finalizedNumber < blockNumber) {
-          if (!done && Date.now() > deadline) finish(() => reject(new Error('timed out waiting for finality')));
-          return;
-        }
-        const canonical = (await api.rpc.chain.getBlockHash(blockNumber)).toHex();
-        finish(() => resolve(canonical === blockHash));
-      };
-      const finish = (action: () => void) => {
-        if (done) return;
-        done = true;
-        unsubscribe?.();
-        action();
-      };
-      api.rpc.chain
-        .subscribeFinalizedHeads((header) => void check(header.number.toNumber()).catch((err) => finish(() => reject(err))))
-        .then((u) => {
-          unsubscribe = u;
-          if (done) u();
-        })
-        .catch((err: Error) => finish(() => reject(err)));
-    });
+    const finality = this.finality.get(network) ?? new FinalityWatch(api);
+    this.finality.set(network, finality);
+    await finality.reached(blockNumber, timeoutMs);
+    return (await api.rpc.chain.getBlockHash(blockNumber)).toHex() === blockHash;
+  }
+}
+
+/** Waiters for finalized heights over one subscription, opened while someone waits and closed after. */
+class FinalityWatch {
+  private finalized = -1;
+  private readonly waiters = new Set<{ height: number; resolve: () => void }>();
+  private subscription: Promise<() => void> | undefined;
+
+  constructor(private readonly api: ApiPromise) {}
+
+  async reached(height: number, timeoutMs: number): Promise<void> {
+    if (height <= this.finalized) return;
+    const waiter = { height, resolve: () => {} };
+    const reached = new Promise<void>((resolve) => (waiter.resolve = resolve));
+    this.waiters.add(waiter);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out waiting for finality')), timeoutMs)));
+    try {
+      // a subscription that cannot be made fails its waiters (the job retries later)
+      await Promise.race([reached, timedOut, this.subscribe().then(() => reached)]);
+    } finally {
+      clearTimeout(timer);
+      this.waiters.delete(waiter);
+      if (!this.waiters.size) this.unsubscribe();
+    }
+  }
+
+  private subscribe(): Promise<() => void> {
+    if (!this.subscription) {
+      const subscription = this.api.rpc.chain.subscribeFinalizedHeads((header) => {
+        this.finalized = Math.max(this.finalized, header.number.toNumber());
+        for (const waiter of this.waiters) if (waiter.height <= this.finalized) waiter.resolve();
+      });
+      subscription.catch(() => {
+        if (this.subscription === subscription) this.subscription = undefined;
+      });
+      this.subscription = subscription;
+    }
+    return this.subscription;
+  }
+
+  private unsubscribe(): void {
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    void subscription?.then((stop) => stop()).catch(() => undefined);
   }
 }
 

@@ -8,6 +8,11 @@ export interface QueueDefinition {
   readonly defaultJobOptions: JobsOptions;
   /** Parallel jobs per worker process. */
   readonly concurrency: number;
+  /**
+   * The jobs mostly wait on the chain (answers, blocks, finality) and hold no CPU meanwhile: their concurrency
+   * is not capped by WORKER_CONCURRENCY.
+   */
+  readonly waits?: boolean;
 }
 
 const keep = { removeOnComplete: { age: 24 * 3600, count: 10_000 }, removeOnFail: { age: 30 * 24 * 3600 } };
@@ -20,12 +25,16 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     description: 'Hash uploaded audio, compute the commitment, dry-run and price a quote',
     // The web waits on the result; a failed prepare is answered, not retried behind the caller's back.
     defaultJobOptions: { attempts: 1, ...keep, removeOnComplete: { age: 3600, count: 1000 } },
-    concurrency: 4,
+    // hashing streams (memory stays flat); the quotes of concurrent prepares go to the chain together
+    concurrency: 64,
+    waits: true,
   },
   chain: {
     description: 'Sign, submit, follow to finality and index confirmed transactions',
     defaultJobOptions: { attempts: 20, backoff: { type: 'exponential', delay: 2000 }, ...keep },
-    concurrency: 16,
+    // a job waits for its call's block and finality; the relayer's submitter batches whatever jobs made ready
+    concurrency: 256,
+    waits: true,
   },
   webhooks: {
     description: 'Deliver signed events to partner webhook URLs',

@@ -46,14 +46,20 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     tx = await prepareCall(deps, tx);
   }
 
+  // The submitter carries the call in its next batch; this job waits for its own call only, not for the rounds
+  // that carry later ones. When another process holds the relayer's submitter, its progress shows in the database.
   const deadline = Date.now() + SUBMITTER_WAIT_MS;
   while (tx.status === 'pending' || tx.status === 'submitted') {
-    await submitter.drain(tx.network);
+    const done = new AbortController();
+    try {
+      await Promise.race([submitter.drain(tx.network), submitter.moved(tx.id, SUBMITTER_WAIT_MS, done.signal)]);
+    } finally {
+      done.abort();
+    }
     tx = (await findTransaction(app.db, transactionId))!;
     if (tx.status !== 'pending' && tx.status !== 'submitted') break;
-    // Another process holds the relayer's submitter and will carry this call; look again shortly.
     if (Date.now() > deadline) throw new RetryLater('still waiting for the relayer submitter');
-    await delay(SUBMITTER_POLL_MS);
+    await submitter.moved(tx.id, SUBMITTER_POLL_MS);
   }
   if (tx.status !== 'in_block') return tx; // failed (refunded) or finalized meanwhile
   failpoint('chain.in_block');

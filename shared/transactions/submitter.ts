@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import type { Knex } from 'knex';
 import type { AppContext } from '../context';
 import type { Network } from '../config';
@@ -43,6 +44,8 @@ const MAX_SIGNINGS = 2;
 export class RelayerSubmitter {
   private readonly queued = new Map<Network, Promise<void>>();
   private readonly running = new Map<Network, Promise<void>>();
+  /** Emits a transaction's id once this process has moved it on from its batch (in a block, failed or back). */
+  private readonly moves = new EventEmitter().setMaxListeners(0);
 
   constructor(
     private readonly app: AppContext,
@@ -69,6 +72,26 @@ export class RelayerSubmitter {
       });
     this.queued.set(network, next);
     return next;
+  }
+
+  /** Resolves once no round of this process's submitter is running or queued (their errors are the jobs'). */
+  async settle(): Promise<void> {
+    while (this.running.size || this.queued.size) {
+      await Promise.allSettled([...this.running.values(), ...this.queued.values()]);
+    }
+  }
+
+  /**
+   * Resolves once this process's submitter has moved the transaction on from its batch, after `ms`, or when
+   * `signal` aborts, whichever comes first (another process's submitter moves it unseen: look in the database).
+   */
+  async moved(transactionId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    const limit = AbortSignal.timeout(ms);
+    await once(this.moves, transactionId, { signal: signal ? AbortSignal.any([limit, signal]) : limit }).catch(() => undefined);
+  }
+
+  private announce(transactionIds: readonly string[]): void {
+    for (const id of transactionIds) this.moves.emit(id);
   }
 
   private async run(network: Network): Promise<void> {
@@ -227,6 +250,7 @@ export class RelayerSubmitter {
       }
       return out;
     });
+    this.announce(touched);
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
     await publishTransactionUpdates(this.app, touched);
     this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
@@ -256,6 +280,7 @@ export class RelayerSubmitter {
       }
       return out;
     });
+    this.announce(touched);
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
     await publishTransactionUpdates(this.app, touched);
     this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch abandoned');
@@ -276,7 +301,9 @@ export class RelayerSubmitter {
         .where({ submission_id: submissionId, status: 'in_block' })
         .update({ status: 'submitted', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
     });
-    await publishTransactionUpdates(this.app, await this.app.db('transactions').where({ submission_id: submissionId }).pluck('id'));
+    const touched = await this.app.db('transactions').where({ submission_id: submissionId }).pluck('id');
+    this.announce(touched);
+    await publishTransactionUpdates(this.app, touched);
   }
 }
 

@@ -44,6 +44,34 @@ describe('workers', () => {
     await events.close();
   });
 
+  it('wait on stopping for the work a processor carries on after its jobs (the relayer submitter’s round)', async () => {
+    let finishRound!: () => void;
+    const round = new Promise<void>((resolve) => (finishRound = resolve));
+    let settled = false;
+    let asked!: () => void;
+    const settling = new Promise<void>((resolve) => (asked = resolve));
+    const workers = startWorkers(ctx, ['maintenance'], {
+      maintenance: () => ({
+        process: async () => 'done',
+        settle: () => {
+          asked();
+          return round.then(() => void (settled = true));
+        },
+      }),
+    });
+    const job = await ctx.queues.maintenance.add('quick', {});
+    await new Promise<void>((resolve) => workers.workers[0]!.once('completed', () => resolve()));
+    let stopped = false;
+    const stopping = workers.stop(30_000).then(() => (stopped = true));
+    await settling;
+    await new Promise((r) => setImmediate(r));
+    expect(stopped, 'stop waits for the round').to.equal(false);
+    finishRound();
+    await stopping;
+    expect(settled).to.equal(true);
+    expect(await job.getState()).to.equal('completed');
+  });
+
   it('release a job that outlives the grace period so another worker can take it', async () => {
     const workers = startWorkers(ctx, ['maintenance'], {
       maintenance: () => () => new Promise(() => undefined), // never finishes

@@ -48,6 +48,9 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       // a dead worker's job is found stalled and run again by another within about a lock period
       lockDuration: ctx.config.workers.lockMs,
       stalledInterval: ctx.config.workers.lockMs,
+      // a job whose worker died (or stalled past its lock) is run again, as often as it may be retried: the
+      // processors are safe to rerun at any point, and a job failed for stalling would wait for the reconciler
+      maxStalledCount: Math.max(1, QUEUE_DEFINITIONS[name].defaultJobOptions.attempts ?? 1),
       settings: { backoffStrategy: webhookBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });

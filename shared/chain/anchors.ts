@@ -61,7 +61,7 @@ export interface Inclusion {
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
   private readonly verdicts = new Map<Network, DataLoader<string, CallVerdict>>();
-  private readonly finality = new Map<Network, FinalityWatch>();
+  private readonly heads = new Map<string, HeightWatch>();
 
   constructor(private readonly chains: ChainConnections) {
     const keyring = new Keyring({ type: 'sr25519' });
@@ -306,28 +306,52 @@ export class AnchorService {
    */
   async waitFinalized(network: Network, blockNumber: number, blockHash: string, timeoutMs = 300_000): Promise<boolean> {
     const api = await this.chains.api(network);
-    const finality = this.finality.get(network) ?? new FinalityWatch(api);
-    this.finality.set(network, finality);
-    await finality.reached(blockNumber, timeoutMs);
+    await this.watch(api, network, 'finalized').reached(blockNumber, timeoutMs);
     return (await api.rpc.chain.getBlockHash(blockNumber)).toHex() === blockHash;
+  }
+
+  /** Resolves when a block beyond the current best is imported (or after `timeoutMs`). */
+  async nextBlock(network: Network, timeoutMs: number): Promise<void> {
+    const api = await this.chains.api(network);
+    const best = (await api.rpc.chain.getHeader()).number.toNumber();
+    await this.watch(api, network, 'best').reached(best + 1, timeoutMs).catch(() => undefined);
+  }
+
+  private watch(api: ApiPromise, network: Network, head: 'best' | 'finalized'): HeightWatch {
+    const key = `${network}:${head}`;
+    let watch = this.heads.get(key);
+    if (!watch) {
+      watch =
+        head === 'finalized'
+          ? new HeightWatch(api, (a, onHead) => a.rpc.chain.subscribeFinalizedHeads(onHead), 'finality')
+          : new HeightWatch(api, (a, onHead) => a.rpc.chain.subscribeNewHeads(onHead), 'a new block');
+      this.heads.set(key, watch);
+    }
+    return watch;
   }
 }
 
-/** Waiters for finalized heights over one subscription, opened while someone waits and closed after. */
-class FinalityWatch {
-  private finalized = -1;
+type HeadSubscription = (api: ApiPromise, onHead: (header: { number: { toNumber(): number } }) => void) => Promise<() => void>;
+
+/** Waiters for heights of a head (best or finalized) over one subscription, opened while someone waits. */
+class HeightWatch {
+  private height = -1;
   private readonly waiters = new Set<{ height: number; resolve: () => void }>();
   private subscription: Promise<() => void> | undefined;
 
-  constructor(private readonly api: ApiPromise) {}
+  constructor(
+    private readonly api: ApiPromise,
+    private readonly heads: HeadSubscription,
+    private readonly what: string,
+  ) {}
 
   async reached(height: number, timeoutMs: number): Promise<void> {
-    if (height <= this.finalized) return;
+    if (height <= this.height) return;
     const waiter = { height, resolve: () => {} };
     const reached = new Promise<void>((resolve) => (waiter.resolve = resolve));
     this.waiters.add(waiter);
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out waiting for finality')), timeoutMs)));
+    const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${this.what}`)), timeoutMs)));
     try {
       // a subscription that cannot be made fails its waiters (the job retries later)
       await Promise.race([reached, timedOut, this.subscribe().then(() => reached)]);
@@ -340,9 +364,9 @@ class FinalityWatch {
 
   private subscribe(): Promise<() => void> {
     if (!this.subscription) {
-      const subscription = this.api.rpc.chain.subscribeFinalizedHeads((header) => {
-        this.finalized = Math.max(this.finalized, header.number.toNumber());
-        for (const waiter of this.waiters) if (waiter.height <= this.finalized) waiter.resolve();
+      const subscription = this.heads(this.api, (header) => {
+        this.height = Math.max(this.height, header.number.toNumber());
+        for (const waiter of this.waiters) if (waiter.height <= this.height) waiter.resolve();
       });
       subscription.catch(() => {
         if (this.subscription === subscription) this.subscription = undefined;

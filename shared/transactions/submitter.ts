@@ -31,6 +31,9 @@ const toSubmission = (r: Record<string, any>): SubmissionRow => ({
   status: r.status,
 });
 
+/** The longest a round waits for a new block before it looks for ready calls again. */
+const BLOCK_WAIT_MS = 30_000;
+
 /** How many relayer extrinsics may carry one call: the first, and one replacement after an expiry. */
 const MAX_SIGNINGS = 2;
 
@@ -38,8 +41,8 @@ const MAX_SIGNINGS = 2;
  * The one submitter of a relayer account. Whoever holds the relayer's PostgreSQL advisory lock (one
  * process at a time, however many chain workers run; released by the server if the process dies) owns
  * the nonce: it settles extrinsics signed before a crash, then batches every ready call (status pending,
- * own call built, no batch yet) into one `utility` batch per round, signs it with the next nonce, stores
- * it, and only then sends it, waiting for a block before the next round.
+ * own call built, no batch yet) into one `utility` batch per block, signs it with the next nonce, stores
+ * it, and only then sends it.
  */
 export class RelayerSubmitter {
   private readonly queued = new Map<Network, Promise<void>>();
@@ -131,19 +134,40 @@ export class RelayerSubmitter {
     }
   }
 
+  /**
+   * Settles what was signed before, then batches ready calls until none is left. A batch goes out without
+   * waiting for the one before it to land (each has the next nonce, so the pool keeps their order), one per
+   * block: calls made ready while a batch waits for its block go in the next. A batch that cannot be sent ends
+   * the rounds once those already out have landed; the jobs retry.
+   */
   private async rounds(network: Network): Promise<void> {
     const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
     for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });
-    for (;;) {
-      const ready = await this.readyQuery(network).orderBy('created_at').limit(this.app.config.chainBatchMax).select('id', 'call_hex');
-      if (!ready.length) return;
-      const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex as string), this.app.config.chainBatchMax);
-      const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id as string));
-      if (!submission) continue;
-      await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id as string));
-      failpoint('chain.batch_signed');
-      await this.send(submission, { checkChainFirst: false });
+    const out = new Set<Promise<void>>();
+    const failures: unknown[] = [];
+    try {
+      while (!failures.length) {
+        const ready = await this.readyQuery(network).orderBy('created_at').limit(this.app.config.chainBatchMax).select('id', 'call_hex');
+        if (!ready.length) {
+          if (!out.size) break;
+          await Promise.race([...out, this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
+          continue;
+        }
+        const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex as string), this.app.config.chainBatchMax);
+        const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id as string));
+        if (!submission) continue;
+        await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id as string));
+        failpoint('chain.batch_signed');
+        const sent: Promise<void> = this.send(submission, { checkChainFirst: false })
+          .catch((err: unknown) => void failures.push(err))
+          .finally(() => out.delete(sent));
+        out.add(sent);
+        await Promise.race([Promise.all(out), this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
+      }
+    } finally {
+      await Promise.all(out);
     }
+    if (failures.length) throw failures[0];
   }
 
   /** Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. */

@@ -52,7 +52,7 @@ describe('batched submission through one relayer submitter', function () {
     const endBlock = (await api.rpc.chain.getHeader()).number.toNumber();
     process.stdout.write(`      50 registrations: ${extrinsics} relayer extrinsics in ${blocks} blocks (chain advanced ${endBlock - startBlock} blocks)\n`);
     expect(extrinsics, 'registrations share batches').to.be.below(50);
-    expect(blocks).to.equal(extrinsics); // one relayer batch per block: the submitter waits for inclusion
+    expect(blocks).to.be.at.most(extrinsics); // at most one relayer batch is signed per block
     // every batch is on chain, holding exactly the calls the index says it holds
     for (const hash of new Set(rows.map((r) => r.tx_hash as string))) {
       const submission = await app.context.db('chain_submissions').where({ tx_hash: hash }).first();

@@ -72,6 +72,8 @@ export function createQueues(connection: Redis | ConnectionOptions, redisPrefix:
   const entries = (Object.keys(QUEUE_DEFINITIONS) as QueueName[]).map((name) => {
     const queue = new Queue(name, { connection, prefix, defaultJobOptions: QUEUE_DEFINITIONS[name].defaultJobOptions });
     queue.on('error', () => undefined);
+    // every caller waiting on a job (the web's prepares) listens for the queue closing until its job ends
+    queue.setMaxListeners(0);
     return [name, queue] as const;
   });
   return Object.freeze(Object.fromEntries(entries)) as Queues;

@@ -1,4 +1,6 @@
+import os from 'node:os';
 import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger } from '../shared/logger';
@@ -6,71 +8,69 @@ import { createContext, closeContext, type AppContext } from '../shared/context'
 import { accessCodeAad } from '../shared/webhooks/service';
 import { deliveryJobOptions } from '../shared/webhooks/enqueue';
 import { createOrg, createKey, type TestKey } from '../test/helpers/factories';
-import { WebhookReceiver } from '../test/helpers/receiver';
 import { benchMain, say } from './lib/main';
 import { pick } from './lib/options';
 import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
-import { startWorkerProcess } from './lib/processes';
+import { startWorkerProcess, type WorkerProcess } from './lib/processes';
 import { repeat } from './lib/stats';
 
 /**
  * Webhook delivery throughput: N recorded `work_registered` events (each with its sealed access code, as a
- * registration without a ref records them) are enqueued at once, and one worker process running the
- * `webhooks` queue (WEBHOOK_CONCURRENCY 32) delivers them, signed, to a local receiver answering 200. The
- * floor is the same number of POSTs of the same size to the same receiver, 32 at a time over fresh
- * connections, from a process doing nothing else.
+ * registration without a ref records them) are enqueued at once and delivered, signed, to a local receiver
+ * answering 200 (a process of its own), first by one worker process running the `webhooks` queue, then by one
+ * per core (the Procfile's `worker` line scaled), as an operator adds throughput. Each run also reads the CPU
+ * that the worker processes, the bench database's PostgreSQL backends, the Redis server and the receiver spent
+ * per delivery (/proc, INFO): figures the machine's other load disturbs less than the rate. The floor is the
+ * same number of POSTs of the same size to the same receiver, WEBHOOK_CONCURRENCY at a time over connections
+ * kept alive as the workers keep them (WEBHOOK_KEEP_ALIVE_MS), from a process doing nothing else.
  */
 benchMain(async (options) => {
   const count = pick(options, options.size, 10_000, 50);
   const runs = pick(options, options.runs, 3, 1);
+  const scaled = Math.max(2, os.cpus().length);
   const services = await startBenchServices('webhooks', { blocks: 'instant' });
-  const concurrency = services.config.webhooks.concurrency;
-  const report = new BenchReport('webhooks', options.smoke, { events: count, runs, webhook_concurrency: concurrency, worker_processes: 1 });
+  const { concurrency, keepAliveMs } = services.config.webhooks;
+  const report = new BenchReport('webhooks', options.smoke, { events: count, runs, webhook_concurrency: concurrency, webhook_keep_alive_ms: keepAliveMs, worker_processes: [1, scaled] });
   Object.assign(report.versions, services.versions);
-  say(`webhooks: ${count} events, ${runs} runs`);
+  say(`webhooks: ${count} events, ${runs} runs, 1 then ${scaled} worker processes`);
   const context = createContext(services.config, createLogger('warn'), 'worker');
-  const receiver = await new WebhookReceiver().start();
-  const worker = await startWorkerProcess(services.env, services.config, ['webhooks'], { profileDir: options.profileDir });
+  const receiver = await startReceiver();
+  const startWorker = () => startWorkerProcess(services.env, services.config, ['webhooks'], { profileDir: options.profileDir });
+  const worker = await startWorker();
   const flood = fork(path.join(__dirname, 'lib/post-flood.ts'), [], { execArgv: ['--import', 'tsx'] });
   try {
     await new Promise((resolve) => flood.once('message', resolve));
     const organizationId = await createOrg(context, 1000);
     const key = await createKey(context, organizationId, undefined, receiver.url);
+    const deliverAll = (workers: readonly WorkerProcess[]) => deliverEvents(context, receiver, workers, { organizationId, key, count });
 
     const samples = await repeat(runs, async (run) => {
-      const deliveries = await recordEvents(context, organizationId, key, receiver.url, count);
-      const expected = receiver.received.length + count;
-      const started = process.hrtime.bigint();
-      for (let i = 0; i < deliveries.length; i += 1000) {
-        await context.queues.webhooks.addBulk(deliveries.slice(i, i + 1000).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(context.config.webhooks, id) })));
-      }
-      const last = await receiver.waitFor(expected, 600_000);
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      // each attempt is recorded just after its answer: the last few commit a moment after the receiver saw them
-      for (let waited = 0; ; waited += 50) {
-        const [row] = await context.db('webhook_deliveries').whereIn('id', deliveries).where({ status: 'delivered' }).count<{ count: string }[]>('* as count');
-        if (Number(row!.count) === count) break;
-        if (waited > 10_000) throw new Error(`${count - Number(row!.count)} deliveries not recorded as delivered`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const body = last[last.length - 1]!.raw;
+      const one = await deliverAll([worker]);
+      const more = await Promise.all(Array.from({ length: scaled - 1 }, startWorker));
+      const many = await deliverAll([worker, ...more]).finally(() => Promise.all(more.map((w) => w.stop())));
       const floorMs = await new Promise<number>((resolve) => {
         flood.once('message', (m: { ms: number }) => resolve(m.ms));
-        flood.send({ url: receiver.url, count, concurrency, body });
+        flood.send({ url: receiver.url, count, concurrency, body: many.lastBody, keepAliveMs });
       });
-      say(`  run ${run + 1}: ${count} deliveries in ${(ms / 1000).toFixed(2)} s (${Math.round((1000 * count) / ms)}/s); plain POSTs ${Math.round((1000 * count) / floorMs)}/s`);
-      return { rate: (1000 * count) / ms, floor: (1000 * count) / floorMs };
+      await receiver.waitFor(count);
+      const floor = (1000 * count) / floorMs;
+      const cpu = (s: Delivered) =>
+        `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;
+      say(`  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s`);
+      return { one, many, floor };
     });
-    report.add({
-      id: 'deliveries_per_s',
-      label: `${count} webhook deliveries`,
-      unit: '/s',
-      runs: samples.map((s) => s.rate),
-      floor: { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) },
-      target: { text: '≥ 1,500/s', met: (v) => v >= 1500 },
-    });
-    report.add({ id: 'share_of_floor', label: 'deliveries / plain POSTs', unit: '%', runs: samples.map((s) => (100 * s.rate) / s.floor) });
+    const floor = { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) };
+    const target = { text: '≥ 1,500/s', met: (v: number) => v >= 1500 };
+    report.add({ id: 'deliveries_per_s', label: `${count} webhook deliveries, 1 worker process`, unit: '/s', runs: samples.map((s) => s.one.rate), floor, target });
+    report.add({ id: 'deliveries_per_s_scaled', label: `${count} webhook deliveries, ${scaled} worker processes`, unit: '/s', runs: samples.map((s) => s.many.rate), floor, target });
+    report.add({ id: 'share_of_floor', label: 'deliveries / plain POSTs, 1 process', unit: '%', runs: samples.map((s) => (100 * s.one.rate) / s.floor) });
+    const perDelivery = (part: keyof Delivered['cpuMs'], label: string) =>
+      report.add({ id: `${part}_cpu_ms`, label: `${label} CPU per delivery, 1 worker process`, unit: 'ms', runs: samples.map((s) => s.one.cpuMs[part]) });
+    perDelivery('worker', 'worker');
+    perDelivery('postgres', 'PostgreSQL');
+    perDelivery('redis', 'Redis (whole server)');
+    perDelivery('receiver', 'receiver');
     report.write(options.outDir);
   } finally {
     flood.kill();
@@ -80,6 +80,116 @@ benchMain(async (options) => {
     await services.stop();
   }
 });
+
+interface Receiver {
+  readonly url: string;
+  readonly pid: number;
+  /** Resolves with the raw body of the last request once `count` more have arrived. */
+  waitFor(count: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** The receiver process (lib/receiver-process.ts). */
+async function startReceiver(): Promise<Receiver> {
+  const child = fork(path.join(__dirname, 'lib/receiver-process.ts'), [], { execArgv: ['--import', 'tsx'] });
+  const { url } = await new Promise<{ url: string }>((resolve) => child.once('message', resolve));
+  return {
+    url,
+    pid: child.pid!,
+    waitFor: (n) =>
+      new Promise((resolve) => {
+        child.once('message', (m: { last: string }) => resolve(m.last));
+        child.send({ waitFor: n });
+      }),
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill();
+      await exited;
+    },
+  };
+}
+
+interface Delivered {
+  readonly rate: number;
+  /**
+   * CPU per delivery (ms) of the worker processes, of the bench database's PostgreSQL backends, of the Redis
+   * server (all its clients: this bench's and any other's) and of the receiver process.
+   */
+  readonly cpuMs: { readonly worker: number; readonly postgres: number; readonly redis: number; readonly receiver: number };
+  readonly lastBody: string;
+}
+
+/** Records `count` events, enqueues their deliveries at once and times them until all are delivered and recorded. */
+async function deliverEvents(
+  app: AppContext,
+  receiver: Receiver,
+  workers: readonly WorkerProcess[],
+  { organizationId, key, count }: { organizationId: string; key: TestKey; count: number },
+): Promise<Delivered> {
+  const deliveries = await recordEvents(app, organizationId, key, receiver.url, count);
+  const workerPids = workers.map((w) => w.pid);
+  const before = { worker: cpuMs(workerPids), receiver: cpuMs([receiver.pid]), postgres: cpuMs(await postgresBackends(app)), redis: await redisCpuMs(app) };
+  const started = process.hrtime.bigint();
+  const arrived = receiver.waitFor(count);
+  for (let i = 0; i < deliveries.length; i += 1000) {
+    await app.queues.webhooks.addBulk(deliveries.slice(i, i + 1000).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(app.config.webhooks, id) })));
+  }
+  const lastBody = await arrived;
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  // each attempt is recorded just after its answer: the last few commit a moment after the receiver saw them
+  for (let waited = 0; ; waited += 50) {
+    const [row] = await app.db('webhook_deliveries').whereIn('id', deliveries).where({ status: 'delivered' }).count<{ count: string }[]>('* as count');
+    if (Number(row!.count) === count) break;
+    if (waited > 10_000) throw new Error(`${count - Number(row!.count)} deliveries not recorded as delivered`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    rate: (1000 * count) / ms,
+    cpuMs: {
+      worker: cpuSince(before.worker, workerPids) / count,
+      postgres: cpuSince(before.postgres, await postgresBackends(app)) / count,
+      redis: ((await redisCpuMs(app)) - before.redis) / count,
+      receiver: cpuSince(before.receiver, [receiver.pid]) / count,
+    },
+    lastBody,
+  };
+}
+
+/** The PostgreSQL backend processes serving the bench database (the workers' pools and the bench's own). */
+async function postgresBackends(app: AppContext): Promise<number[]> {
+  const { rows } = await app.db.raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  return rows.map((r: { pid: number }) => r.pid);
+}
+
+/** The Redis server's user and system CPU so far (ms), from INFO. */
+async function redisCpuMs(app: AppContext): Promise<number> {
+  const info = await app.redis.info('cpu');
+  const read = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return (read('used_cpu_user') + read('used_cpu_sys')) * 1000;
+}
+
+/** User and system CPU time of each process so far (ms), from /proc; a process that has ended is left out. */
+function cpuMs(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS); // utime, stime: fields 14 and 15
+    } catch {
+      // ended
+    }
+  }
+  return out;
+}
+
+/** CPU the processes spent since `before` (ms); one that appeared meanwhile (a pool that grew) counts from zero. */
+function cpuSince(before: Map<number, number>, pids: readonly number[]): number {
+  let total = 0;
+  for (const [pid, ms] of cpuMs(pids)) total += ms - (before.get(pid) ?? 0);
+  return total;
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** N finalized registrations with their event and pending delivery, written in bulk; returns the delivery ids. */
 async function recordEvents(app: AppContext, organizationId: string, key: TestKey, url: string, count: number): Promise<string[]> {

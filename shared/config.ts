@@ -58,6 +58,8 @@ export interface Config {
     readonly allowPrivate: boolean;
     /** Deliveries in flight at once per worker process. */
     readonly concurrency: number;
+    /** How long an idle connection to a vetted destination is kept for the next delivery; 0 = a fresh connection each time. */
+    readonly keepAliveMs: number;
     /** Days a delivery attempt is kept before the maintenance job prunes it (at least 30). */
     readonly attemptRetentionDays: number;
   };
@@ -217,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 30_000, 100, 30_000),
       allowPrivate: read.bool('WEBHOOK_ALLOW_PRIVATE', false),
       concurrency: read.int('WEBHOOK_CONCURRENCY', 32, 1, 1000),
+      keepAliveMs: read.int('WEBHOOK_KEEP_ALIVE_MS', 4000, 0, 60_000),
       attemptRetentionDays: read.int('WEBHOOK_ATTEMPT_RETENTION_DAYS', 30, 30, 3650),
     },
     operators: { credential: operatorCredential(read, nodeEnv, problems), orgIds: read.list('OPERATOR_ORG_IDS') },

@@ -2,15 +2,16 @@ import http from 'node:http';
 
 /**
  * The webhooks bench's floor, in a process of its own like the worker: COUNT POSTs of the same body to the
- * receiver, CONCURRENCY at a time, each over a fresh connection as a delivery makes them, and nothing else
- * (no database, no queue, no signature). Answers { ms }.
+ * receiver, CONCURRENCY at a time, over connections kept alive for `keepAliveMs` as the workers keep them (a
+ * fresh connection per POST when 0), and nothing else (no database, no queue, no signature). Answers { ms }.
  */
-process.on('message', async (m: { url: string; count: number; concurrency: number; body: string }) => {
+process.on('message', async (m: { url: string; count: number; concurrency: number; body: string; keepAliveMs?: number }) => {
+  const agent = m.keepAliveMs ? new http.Agent({ keepAlive: true, timeout: m.keepAliveMs }) : false;
   const started = process.hrtime.bigint();
   let next = 0;
   const post = () =>
     new Promise<void>((resolve, reject) => {
-      const req = http.request(m.url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(m.body) } }, (res) => {
+      const req = http.request(m.url, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(m.body) } }, (res) => {
         res.resume();
         res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
       });
@@ -22,6 +23,8 @@ process.on('message', async (m: { url: string; count: number; concurrency: numbe
       while (next++ < m.count) await post();
     }),
   );
-  process.send!({ ms: Number(process.hrtime.bigint() - started) / 1e6 });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (agent) agent.destroy();
+  process.send!({ ms });
 });
 process.send!({ ready: true });

@@ -1,7 +1,9 @@
-import { UnrecoverableError, type Processor } from 'bullmq';
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { AppContext } from '../../shared/context';
-import { attemptDelivery, loadDelivery } from '../../shared/webhooks/delivery';
+import { attemptDelivery, type AttemptDeps } from '../../shared/webhooks/delivery';
 import { addDeadLetter, reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
+import { DeliveryConnections } from '../../shared/webhooks/connections';
+import { DeliveryRepo } from '../../shared/webhooks/repo';
 
 /** A retryable attempt failed; `delayMs` (the schedule, lengthened by a Retry-After) is read by the backoff. */
 export class RetryDelivery extends Error {
@@ -13,12 +15,21 @@ export class RetryDelivery extends Error {
 
 /**
  * One attempt per job run. A retryable outcome throws RetryDelivery and BullMQ waits the delay it carries;
- * a permanent failure or the last run marks the delivery dead (with the attempt, in one SQL transaction) and
- * puts it in the `webhooks-dead` queue.
+ * a permanent failure or the last run marks the delivery dead (with the attempt, in one statement) and
+ * puts it in the `webhooks-dead` queue. The process's deliveries share kept-alive connections (connections.ts)
+ * and batched statements (repo.ts).
  */
-export const webhooksProcessor = (app: AppContext): Processor => async (job) => {
+export const webhooksProcessor = (app: AppContext): Processor => {
+  const using: AttemptDeps = {
+    repo: new DeliveryRepo(app.db),
+    connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs }),
+  };
+  return (job) => deliver(app, using, job);
+};
+
+async function deliver(app: AppContext, using: AttemptDeps, job: Job) {
   const deliveryId = job.data.deliveryId as string;
-  const delivery = await loadDelivery(app.db, deliveryId);
+  const delivery = await using.repo.load(deliveryId);
   if (!delivery) return { skipped: 'unknown delivery' };
   if (delivery.status === 'delivered') return { skipped: 'already delivered' };
   if (delivery.status === 'dead') {
@@ -33,7 +44,7 @@ export const webhooksProcessor = (app: AppContext): Processor => async (job) => 
   const decision = await attemptDelivery(app, delivery, {
     retryIndex: job.attemptsMade,
     final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-  });
+  }, using);
   switch (decision.kind) {
     case 'delivered':
       return { delivered: true, attempt: decision.attempt, status_code: decision.statusCode };
@@ -48,7 +59,7 @@ export const webhooksProcessor = (app: AppContext): Processor => async (job) => 
       throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${parked}`);
     }
   }
-};
+}
 
 /**
  * The `schedule` backoff: the delay the failed run asked for, else the step of the retry schedule (contract

@@ -1,10 +1,10 @@
-import DataLoader from 'dataloader';
 import { Keyring } from '@polkadot/keyring';
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import type { Network } from '../config';
 import type { ChainConnections } from './connections';
+import { Coalescer } from '../coalesce';
 import { chooseDialect, type AnchorRequest, type ItemAssignment, type ItemEvent } from './dialect';
 
 export type { AnchorRequest } from './dialect';
@@ -60,7 +60,7 @@ export interface Inclusion {
  */
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
-  private readonly verdicts = new Map<Network, DataLoader<string, CallVerdict>>();
+  private readonly verdicts = new Map<Network, Coalescer<string, CallVerdict>>();
   private readonly heads = new Map<string, HeightWatch>();
 
   constructor(private readonly chains: ChainConnections) {
@@ -110,24 +110,17 @@ export class AnchorService {
     };
   }
 
-  /** The fee and dry run of one encoded call, judged with the calls asked at about the same time (`judge`). */
+  /**
+   * The fee and dry run of one encoded call. Calls asked while a group is with the node wait for it and then go
+   * together (`judge`), one group at a time per network.
+   */
   judgeCall(network: Network, callHex: string): Promise<CallVerdict> {
-    return this.judges(network).load(callHex);
-  }
-
-  /** One loader per network: a group is sent when the one before it has its answers. */
-  private judges(network: Network): DataLoader<string, CallVerdict> {
-    let loader = this.verdicts.get(network);
-    if (!loader) {
-      let previous: Promise<unknown> = Promise.resolve();
-      loader = new DataLoader<string, CallVerdict>((callHexes) => (previous = this.judge(network, callHexes)), {
-        cache: false,
-        maxBatchSize: QUOTE_GROUP_MAX,
-        batchScheduleFn: (send) => void previous.catch(() => undefined).then(() => setImmediate(send)),
-      });
-      this.verdicts.set(network, loader);
+    let verdicts = this.verdicts.get(network);
+    if (!verdicts) {
+      verdicts = new Coalescer((callHexes) => this.judge(network, callHexes), { maxBatch: QUOTE_GROUP_MAX, maxInFlight: 1 });
+      this.verdicts.set(network, verdicts);
     }
-    return loader;
+    return verdicts.submit(callHex);
   }
 
   /**

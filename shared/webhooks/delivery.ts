@@ -1,24 +1,13 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { Knex } from 'knex';
 import type { AppContext } from '../context';
 import { webhookSecretAad } from '../api-keys/service';
 import { accessCodeAad } from './service';
 import { signWebhook } from './signature';
-import { pinnedLookup, RefusedDestination, vetDestination, type VettedDestination } from './destination';
+import { pinnedLookup, RefusedDestination, vetDestination, type Resolver, type VettedDestination } from './destination';
+import type { DeliveryConnections } from './connections';
+import type { Delivery, DeliveryRepo } from './repo';
 import { parseRetryAfter, retryDelaySeconds } from './retry-delay';
-
-/** A delivery as its job sees it. */
-export interface Delivery {
-  readonly id: string;
-  readonly status: 'pending' | 'delivered' | 'dead';
-  readonly url: string;
-  readonly currentJobId: string | null;
-  readonly eventId: string;
-  readonly event: string;
-  readonly transactionId: string;
-  readonly apiKeyId: string;
-}
 
 /** How one HTTP attempt went (contract §7 classification). */
 type Result =
@@ -42,92 +31,56 @@ export interface AttemptPlan {
   readonly final: boolean;
 }
 
-const MAX_RESPONSE_BYTES = 64 * 1024;
-
-export async function loadDelivery(db: Knex, deliveryId: string): Promise<Delivery | undefined> {
-  const row = await db('webhook_deliveries as d')
-    .join('events as e', 'e.id', 'd.event_id')
-    .where('d.id', deliveryId)
-    .first('d.id', 'd.status', 'd.url', 'd.current_job_id', 'd.api_key_id', 'e.id as event_id', 'e.type', 'e.transaction_id');
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    status: row.status,
-    url: row.url,
-    currentJobId: row.current_job_id,
-    eventId: row.event_id,
-    event: row.type,
-    transactionId: row.transaction_id,
-    apiKeyId: row.api_key_id,
-  };
+/** What an attempt uses besides the app: the process's batched statements and kept-alive connections. */
+export interface AttemptDeps {
+  readonly repo: DeliveryRepo;
+  readonly connections: DeliveryConnections;
+  /** Resolves the webhook host at each attempt: the system resolver unless a test gives its own. */
+  readonly resolve?: Resolver;
 }
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /**
  * One delivery attempt (contract §7): the URL vetted at this moment (scheme, and SSRF after DNS resolution),
  * the stored payload (the access code unsealed just for the body), signed afresh, POSTed to the vetted
  * address within the timeout without following redirects; then the attempt recorded with what follows it.
  */
-export async function attemptDelivery(app: AppContext, delivery: Delivery, plan: AttemptPlan): Promise<Decision> {
+export async function attemptDelivery(app: AppContext, delivery: Delivery, plan: AttemptPlan, using: AttemptDeps): Promise<Decision> {
   const { webhooks } = app.config;
   const started = Date.now();
-  const vetted = await withDeadline(vetDestination(delivery.url, webhooks), webhooks.timeoutMs, 'resolving the webhook host').then(
+  const vetted = await withDeadline(vetDestination(delivery.url, webhooks, using.resolve), webhooks.timeoutMs, 'resolving the webhook host').then(
     (destination) => ({ destination }),
     (err: Error) => ({ refusal: err }),
   );
-  // A failure to load or sign is ours, not the receiver's: it throws (the job retries) and is no attempt.
+  // A failure to sign is ours, not the receiver's: it throws (the job retries) and is no attempt.
   const result: Result =
     'refusal' in vetted
       ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
-      : await post(vetted.destination, await signedRequest(app, delivery), { deadline: started + webhooks.timeoutMs, timeoutMs: webhooks.timeoutMs });
+      : await post(vetted.destination, signedRequest(app, delivery), {
+          deadline: started + webhooks.timeoutMs,
+          timeoutMs: webhooks.timeoutMs,
+          agent: using.connections.agentFor(vetted.destination),
+        });
   const decision = decide(result, plan, webhooks.retrySchedule);
-  const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
-  const error = 'error' in result ? (result.error ?? null) : null;
-  // The delivery's new state and the attempt's row in one statement (atomic without a transaction's extra round trips).
-  const { rows } = await app.db.raw(
-    `WITH d AS (
-       UPDATE webhook_deliveries
-       SET attempts = attempts + 1, status = :status, last_status_code = CAST(:statusCode AS integer), last_error = :error,
-           next_attempt_at = CAST(:nextAttemptAt AS timestamptz), delivered_at = CASE WHEN CAST(:delivered AS boolean) THEN now() END, updated_at = now()
-       WHERE id = :deliveryId
-       RETURNING attempts
-     )
-     INSERT INTO webhook_attempts (delivery_id, event_id, event, transaction_id, api_key_id, url, attempt, status_code, duration_ms, error, outcome, next_attempt_at)
-     SELECT CAST(:deliveryId AS uuid), CAST(:eventId AS uuid), CAST(:event AS text), CAST(:transactionId AS uuid), CAST(:apiKeyId AS uuid),
-       CAST(:url AS text), d.attempts, CAST(:statusCode AS integer), CAST(:durationMs AS integer), CAST(:error AS text), CAST(:outcome AS text),
-       CAST(:nextAttemptAt AS timestamptz)
-     FROM d
-     RETURNING attempt`,
-    {
-      deliveryId: delivery.id,
-      status: decision.kind === 'retry' ? 'pending' : decision.kind,
-      statusCode: result.statusCode ?? null,
-      error,
-      nextAttemptAt,
-      delivered: decision.kind === 'delivered',
-      eventId: delivery.eventId,
-      event: delivery.event,
-      transactionId: delivery.transactionId,
-      apiKeyId: delivery.apiKeyId,
-      url: delivery.url,
-      durationMs: Date.now() - started,
-      outcome: decision.kind,
-    },
-  );
-  if (!rows[0]) throw new Error(`delivery ${delivery.id} no longer exists`);
-  const attempt = rows[0].attempt as number;
+  const attempt = await using.repo.record({
+    delivery,
+    status: decision.kind === 'retry' ? 'pending' : decision.kind,
+    outcome: decision.kind,
+    statusCode: result.statusCode ?? null,
+    error: 'error' in result ? (result.error ?? null) : null,
+    durationMs: Date.now() - started,
+    nextAttemptAt: decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null,
+  });
   return { ...decision, attempt };
 }
 
-async function signedRequest(app: AppContext, delivery: Delivery): Promise<{ body: string; headers: Record<string, string> }> {
-  const event = await app.db('events as e')
-    .join('api_keys as k', 'k.id', 'e.api_key_id')
-    .where('e.id', delivery.eventId)
-    .first('e.payload', 'e.sealed_access_code', 'k.webhook_secret_encrypted');
-  const payload = { ...event.payload };
-  if (event.sealed_access_code) payload.access_code = app.box.open(event.sealed_access_code, accessCodeAad(delivery.eventId)).toString();
+function signedRequest(app: AppContext, delivery: Delivery): { body: string; headers: Record<string, string> } {
+  const payload = { ...delivery.payload };
+  if (delivery.sealedAccessCode) payload.access_code = app.box.open(delivery.sealedAccessCode, accessCodeAad(delivery.eventId)).toString();
   const body = JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
-  const secret = app.box.open(event.webhook_secret_encrypted, webhookSecretAad(delivery.apiKeyId));
+  const secret = app.box.open(delivery.sealedWebhookSecret, webhookSecretAad(delivery.apiKeyId));
   const signature = signWebhook(secret, body, timestamp);
   secret.fill(0);
   return {
@@ -151,30 +104,50 @@ function decide(result: Result, plan: AttemptPlan, schedule: readonly number[]):
   return { kind: 'retry', delayMs: retryDelaySeconds(schedule, plan.retryIndex, result.retryAfterSeconds) * 1000, reason };
 }
 
-/** POSTs once over a fresh connection to the vetted address; the whole exchange ends by `deadline`. */
-function post(
+/** Errors of a kept-alive connection the receiver closed while idle, before our request reached it. */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/**
+ * POSTs once to the vetted address, over a kept-alive connection when `agent` has one, and the whole exchange
+ * ends by `deadline`. A reused connection that fails before any answer was closed by the receiver while idle
+ * (a race every keep-alive client meets): the request goes again at once over a fresh connection, within the
+ * same deadline and as the same attempt, as a fresh connection per delivery would have sent it in the first place.
+ */
+async function post(
   destination: VettedDestination,
   request: { body: string; headers: Record<string, string> },
-  { deadline, timeoutMs }: { deadline: number; timeoutMs: number },
+  options: { deadline: number; timeoutMs: number; agent: http.Agent | false },
 ): Promise<Result> {
+  const first = await exchange(destination, request, options);
+  if (!first.staleConnection) return first.result;
+  return (await exchange(destination, request, { ...options, agent: false })).result;
+}
+
+function exchange(
+  destination: VettedDestination,
+  request: { body: string; headers: Record<string, string> },
+  { deadline, timeoutMs, agent }: { deadline: number; timeoutMs: number; agent: http.Agent | false },
+): Promise<{ result: Result; staleConnection?: boolean }> {
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (result: Result) => {
+    const finish = (result: Result, staleConnection = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(result);
+      resolve({ result, staleConnection });
     };
     const client = destination.url.protocol === 'https:' ? https : http;
+    let answered = false;
     const outgoing = client.request(
       destination.url,
       {
         method: 'POST',
         headers: { ...request.headers, 'Content-Length': Buffer.byteLength(request.body) },
         lookup: pinnedLookup(destination.addresses),
-        agent: false,
+        agent,
       },
       (response) => {
+        answered = true;
         let read = 0;
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
@@ -185,7 +158,10 @@ function post(
       },
     );
     const timer = setTimeout(() => outgoing.destroy(new Error(`no response within ${timeoutMs} ms`)), Math.max(1, deadline - Date.now()));
-    outgoing.on('error', (err) => finish({ kind: 'retry', error: err.message }));
+    outgoing.on('error', (err: NodeJS.ErrnoException) => {
+      const stale = outgoing.reusedSocket && !answered && STALE_CONNECTION.has(err.code ?? '') && Date.now() < deadline;
+      finish({ kind: 'retry', error: err.message }, stale);
+    });
     outgoing.end(request.body);
   });
 }

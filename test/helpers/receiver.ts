@@ -7,32 +7,38 @@ export interface Received {
   readonly raw: string;
   readonly body: any;
   readonly at: number;
+  /** The connection it came over: the address it reached (the receiver's) and the sender's port. */
+  readonly connection: { readonly localAddress: string; readonly remotePort: number };
 }
 
-/** A real local webhook receiver on port 0; `respond` decides each answer. */
+/** A real local webhook receiver (a free port of 127.0.0.1 unless told otherwise); `respond` decides each answer. */
 export class WebhookReceiver {
   readonly received: Received[] = [];
   private readonly events = new EventEmitter();
   private server!: http.Server;
   url = '';
-  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string> } | 'hang' = () => ({ status: 200 });
+  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang' = () => ({ status: 200 });
 
-  async start(): Promise<this> {
+  /** Listens on `host` (127.0.0.1, or another loopback address) and `port` (a free one by default). */
+  async start(host = '127.0.0.1', port = 0): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
-        const entry: Received = { headers: req.headers, raw, body: safeJson(raw), at: Date.now() };
+        const connection = { localAddress: req.socket.localAddress ?? '', remotePort: req.socket.remotePort ?? 0 };
+        const entry: Received = { headers: req.headers, raw, body: safeJson(raw), at: Date.now(), connection };
         const index = this.received.push(entry) - 1;
         const answer = this.respond(entry, index);
         this.events.emit('request', entry);
         if (answer === 'hang') return;
-        res.writeHead(answer.status, answer.headers).end('ok');
+        const send = () => res.writeHead(answer.status, answer.headers).end('ok');
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}/hooks`;
+    await new Promise<void>((resolve, reject) => this.server.once('error', reject).listen(port, host, resolve));
+    this.url = `http://${host}:${(this.server.address() as { port: number }).port}/hooks`;
     return this;
   }
 

@@ -48,7 +48,7 @@ describe('configuration', () => {
 
   it('has safe webhook and operator defaults', () => {
     const config = loadConfig({ ...valid, NODE_ENV: 'production' });
-    expect(config.webhooks).to.include({ allowHttp: false, allowPrivate: false, concurrency: 32, attemptRetentionDays: 30 });
+    expect(config.webhooks).to.include({ allowHttp: false, allowPrivate: false, concurrency: 32, keepAliveMs: 4000, attemptRetentionDays: 30 });
     expect(config.operators).to.deep.equal({ credential: undefined, orgIds: [] });
     expect(config.workers.queues).to.include('webhooks-dead');
   });

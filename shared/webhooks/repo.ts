@@ -1,0 +1,151 @@
+import type { Knex } from 'knex';
+import { Coalescer } from '../coalesce';
+
+/** A delivery as its job sees it, with everything its attempt needs (the body's parts and the sealed secret). */
+export interface Delivery {
+  readonly id: string;
+  readonly status: 'pending' | 'delivered' | 'dead';
+  readonly url: string;
+  readonly currentJobId: string | null;
+  readonly eventId: string;
+  readonly event: string;
+  readonly transactionId: string;
+  readonly apiKeyId: string;
+  readonly payload: Record<string, unknown>;
+  readonly sealedAccessCode: string | null;
+  readonly sealedWebhookSecret: string;
+}
+
+/** An attempt's row and the delivery's new state, written together. */
+export interface AttemptRecord {
+  readonly delivery: Delivery;
+  /** The delivery's status after this attempt. */
+  readonly status: 'pending' | 'delivered' | 'dead';
+  readonly outcome: 'delivered' | 'retry' | 'dead';
+  readonly statusCode: number | null;
+  readonly error: string | null;
+  readonly durationMs: number;
+  readonly nextAttemptAt: Date | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const LOAD = `
+  SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
+         e.payload, e.sealed_access_code, k.webhook_secret_encrypted
+    FROM webhook_deliveries d
+    JOIN events e ON e.id = d.event_id
+    JOIN api_keys k ON k.id = e.api_key_id
+   WHERE d.id = ANY($1::uuid[])`;
+
+// Each delivery's new state and its attempt's row in one statement: atomic without a transaction's extra round
+// trips, and one statement for every attempt of the batch.
+const RECORD = `
+  WITH a AS (
+    SELECT * FROM unnest(CAST($1 AS uuid[]), CAST($2 AS text[]), CAST($3 AS text[]), CAST($4 AS integer[]), CAST($5 AS text[]),
+                         CAST($6 AS integer[]), CAST($7 AS timestamptz[]), CAST($8 AS uuid[]), CAST($9 AS text[]), CAST($10 AS uuid[]),
+                         CAST($11 AS uuid[]), CAST($12 AS text[]))
+      AS a(delivery_id, status, outcome, status_code, error, duration_ms, next_attempt_at, event_id, event, transaction_id, api_key_id, url)
+  ), d AS (
+    UPDATE webhook_deliveries w
+       SET attempts = w.attempts + 1, status = a.status, last_status_code = a.status_code, last_error = a.error,
+           next_attempt_at = a.next_attempt_at, delivered_at = CASE WHEN a.status = 'delivered' THEN now() END, updated_at = now()
+      FROM a
+     WHERE w.id = a.delivery_id
+    RETURNING w.id, w.attempts
+  )
+  INSERT INTO webhook_attempts (delivery_id, event_id, event, transaction_id, api_key_id, url, attempt, status_code, duration_ms, error, outcome, next_attempt_at)
+  SELECT a.delivery_id, a.event_id, a.event, a.transaction_id, a.api_key_id, a.url, d.attempts, a.status_code, a.duration_ms, a.error, a.outcome, a.next_attempt_at
+    FROM a JOIN d ON d.id = a.delivery_id
+  RETURNING delivery_id, attempt`;
+
+/**
+ * The delivery jobs' reads and writes. A worker process runs many deliveries at once (WEBHOOK_CONCURRENCY):
+ * the loads, and the attempts' records, that arrive while one statement is running go together in the next
+ * (coalesce.ts), so PostgreSQL sees one statement and one commit per batch rather than per delivery. Every
+ * attempt's row is still written with its delivery's new state, atomically, before its job moves on.
+ */
+export class DeliveryRepo {
+  private readonly loads: Coalescer<string, Delivery | undefined>;
+  private readonly records: Coalescer<AttemptRecord, number | undefined>;
+
+  constructor(db: Knex, options: { maxBatch?: number } = {}) {
+    const maxBatch = options.maxBatch ?? 256;
+    this.loads = new Coalescer((ids) => loadDeliveries(db, ids), { maxBatch, maxInFlight: 1 });
+    // a delivery's attempts never share a statement (its attempt number is counted by the statement)
+    this.records = new Coalescer((records) => recordAttempts(db, records), { maxBatch, maxInFlight: 1, key: (r) => r.delivery.id });
+  }
+
+  /** The delivery, or undefined when there is none with this id. */
+  load(deliveryId: string): Promise<Delivery | undefined> {
+    if (!UUID.test(deliveryId)) return Promise.resolve(undefined);
+    return this.loads.submit(deliveryId.toLowerCase());
+  }
+
+  /** Records the attempt and the delivery's new state; returns the attempt's number within the delivery. */
+  async record(record: AttemptRecord): Promise<number> {
+    const attempt = await this.records.submit(record);
+    if (attempt === undefined) throw new Error(`delivery ${record.delivery.id} no longer exists`);
+    return attempt;
+  }
+}
+
+async function loadDeliveries(db: Knex, ids: readonly string[]): Promise<(Delivery | undefined)[]> {
+  const { rows } = await prepared(db, 'webhooks_load', LOAD, [[...ids]]);
+  const byId = new Map<string, Delivery>((rows as Record<string, any>[]).map((r) => [r.id, toDelivery(r)]));
+  return ids.map((id) => byId.get(id));
+}
+
+async function recordAttempts(db: Knex, records: readonly AttemptRecord[]): Promise<(number | undefined)[]> {
+  const column = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
+  const columns: unknown[] = [
+    column((r) => r.delivery.id),
+    column((r) => r.status),
+    column((r) => r.outcome),
+    column((r) => r.statusCode),
+    column((r) => r.error),
+    column((r) => r.durationMs),
+    column((r) => r.nextAttemptAt),
+    column((r) => r.delivery.eventId),
+    column((r) => r.delivery.event),
+    column((r) => r.delivery.transactionId),
+    column((r) => r.delivery.apiKeyId),
+    column((r) => r.delivery.url),
+  ];
+  const { rows } = await prepared(db, 'webhooks_record', RECORD, columns);
+  const attempts = new Map<string, number>((rows as { delivery_id: string; attempt: number }[]).map((r) => [r.delivery_id, r.attempt]));
+  return records.map((r) => attempts.get(r.delivery.id.toLowerCase()));
+}
+
+const toDelivery = (r: Record<string, any>): Delivery => ({
+  id: r.id,
+  status: r.status,
+  url: r.url,
+  currentJobId: r.current_job_id,
+  eventId: r.event_id,
+  event: r.type,
+  transactionId: r.transaction_id,
+  apiKeyId: r.api_key_id,
+  payload: r.payload,
+  sealedAccessCode: r.sealed_access_code,
+  sealedWebhookSecret: r.webhook_secret_encrypted,
+});
+
+interface PgConnection {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>;
+}
+
+/**
+ * Runs a named prepared statement on a connection of knex's pool: PostgreSQL parses and plans it once per
+ * connection rather than at every batch, and knex's query building is skipped on this path. (Both statements
+ * name their result columns, so a migration that leaves those columns' types alone never invalidates them.)
+ */
+async function prepared(db: Knex, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
+  const pool = db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<void> };
+  const connection = await pool.acquireConnection();
+  try {
+    return await connection.query({ name, text, values });
+  } finally {
+    await pool.releaseConnection(connection);
+  }
+}

@@ -27,12 +27,14 @@ describe('reconciler', function () {
     await (await app.context.queues.chain.getJob(txId))!.remove();
     expect(await app.context.queues.chain.getJob(txId)).to.equal(undefined);
 
+    // The database is shared with the other test files, whose unfinished transactions (their chain jobs live
+    // under other Redis prefixes) this reconciler may take too: only this test's transaction is judged.
     // not yet idle long enough: left alone
-    expect(await reconcileTransactions(app.context, { idleSeconds: 3600 })).to.deep.equal([]);
+    expect(await reconcileTransactions(app.context, { idleSeconds: 3600 })).to.not.include(txId);
     await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
-    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([txId]);
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.include(txId);
     // a job is waiting now: a second pass does not add another
-    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([]);
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.not.include(txId);
 
     const events = new QueueEvents('chain', { connection: app.context.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true }), prefix: bullPrefix(config.redis.prefix) });
     await events.waitUntilReady();
@@ -50,7 +52,7 @@ describe('reconciler', function () {
     expect(debits.map((d) => d.kind)).to.deep.equal(['debit']);
     // finalized transactions are never picked up again
     await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
-    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.deep.equal([]);
+    expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.not.include(txId);
   });
 
   it('re-enqueues a pending webhook delivery whose job was lost, which then arrives once, signed', async () => {

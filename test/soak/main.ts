@@ -33,6 +33,8 @@ async function main(): Promise<number> {
   // the chain runs in a child process: what is measured here is the web and the workers
   process.env.RELAYER_SEED_TESTNET = '//SoakRelayer';
   const chainProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'chain.ts')], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // the chain goes with the soak however it ends (a failed soak once left its chain running)
+  process.once('exit', () => chainProcess.kill('SIGTERM'));
   process.env.CHAIN_TESTNET_WS = await new Promise<string>((resolve, reject) => {
     chainProcess.stdout!.once('data', (line: Buffer) => resolve(JSON.parse(line.toString()).wsUrl));
     chainProcess.once('exit', () => reject(new Error('the soak chain exited')));

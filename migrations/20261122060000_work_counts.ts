@@ -32,27 +32,19 @@ export async function up(knex: Knex): Promise<void> {
   // Held to the end of the migration's transaction: no work is written between the triggers and the backfill.
   await knex.raw('LOCK TABLE works IN SHARE ROW EXCLUSIVE MODE');
   await knex.raw(`
-    CREATE FUNCTION work_counts_add() RETURNS trigger AS $$
+    CREATE FUNCTION work_counts_change() RETURNS trigger AS $$
     BEGIN
+      -- both statement triggers name their transition table "changed"; a DELETE subtracts
       INSERT INTO work_counts (organization_id, network, slot, works)
-        SELECT organization_id, network, pg_backend_pid() % ${SLOTS}, count(*) FROM added
-        GROUP BY organization_id, network ORDER BY organization_id, network
+        SELECT organization_id, network, pg_backend_pid() % ${SLOTS}, CASE TG_OP WHEN 'DELETE' THEN -count(*) ELSE count(*) END
+        FROM changed GROUP BY organization_id, network ORDER BY organization_id, network
         ON CONFLICT (organization_id, network, slot) DO UPDATE SET works = work_counts.works + excluded.works;
       RETURN NULL;
     END $$ LANGUAGE plpgsql;
     CREATE TRIGGER work_counts_add AFTER INSERT ON works
-      REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION work_counts_add();
-
-    CREATE FUNCTION work_counts_remove() RETURNS trigger AS $$
-    BEGIN
-      INSERT INTO work_counts (organization_id, network, slot, works)
-        SELECT organization_id, network, pg_backend_pid() % ${SLOTS}, -count(*) FROM removed
-        GROUP BY organization_id, network ORDER BY organization_id, network
-        ON CONFLICT (organization_id, network, slot) DO UPDATE SET works = work_counts.works + excluded.works;
-      RETURN NULL;
-    END $$ LANGUAGE plpgsql;
+      REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION work_counts_change();
     CREATE TRIGGER work_counts_remove AFTER DELETE ON works
-      REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION work_counts_remove();
+      REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION work_counts_change();
 
     CREATE FUNCTION work_counts_move() RETURNS trigger AS $$
     BEGIN
@@ -97,5 +89,5 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP TRIGGER IF EXISTS work_counts_move ON works');
   await knex.raw('DROP TRIGGER IF EXISTS work_counts_clear ON works');
   await knex.raw('DROP TABLE IF EXISTS work_counts');
-  await knex.raw('DROP FUNCTION IF EXISTS work_counts_add, work_counts_remove, work_counts_move, work_counts_clear, work_counts_guard');
+  await knex.raw('DROP FUNCTION IF EXISTS work_counts_change, work_counts_move, work_counts_clear, work_counts_guard');
 }

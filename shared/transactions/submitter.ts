@@ -1,5 +1,6 @@
 import { EventEmitter, once } from 'node:events';
 import type { Knex } from 'knex';
+import { withConnection } from '../db/knex';
 import type { AppContext } from '../context';
 import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
@@ -118,9 +119,7 @@ export class RelayerSubmitter {
   /** Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. */
   private async withRelayerLock(network: Network, fn: () => Promise<void>): Promise<boolean> {
     const key = `relayer:${network}:${this.anchors.relayerAddress(network)}`;
-    const client = this.app.db.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<void> };
-    const connection = await client.acquireConnection();
-    try {
+    return withConnection(this.app.db, async (connection) => {
       const { rows } = await this.app.db.raw('SELECT pg_try_advisory_lock(hashtext(?)) AS held', [key]).connection(connection);
       if (!rows[0].held) return false;
       try {
@@ -129,17 +128,9 @@ export class RelayerSubmitter {
         await this.app.db.raw('SELECT pg_advisory_unlock(hashtext(?))', [key]).connection(connection);
       }
       return true;
-    } finally {
-      await client.releaseConnection(connection);
-    }
+    });
   }
 
-  /**
-   * Settles what was signed before, then batches ready calls until none is left. A batch goes out without
-   * waiting for the one before it to land (each has the next nonce, so the pool keeps their order), one per
-   * block: calls made ready while a batch waits for its block go in the next. A batch that cannot be sent ends
-   * the rounds once those already out have landed; the jobs retry.
-   */
   private async rounds(network: Network): Promise<void> {
     const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
     for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { Coalescer } from '../coalesce';
+import { withConnection } from '../db/knex';
 
 /** A delivery as its job sees it, with everything its attempt needs (the body's parts and the sealed secret). */
 export interface Delivery {
@@ -131,21 +132,11 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
   sealedWebhookSecret: r.webhook_secret_encrypted,
 });
 
-interface PgConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>;
-}
-
 /**
  * Runs a named prepared statement on a connection of knex's pool: PostgreSQL parses and plans it once per
  * connection rather than at every batch, and knex's query building is skipped on this path. (Both statements
  * name their result columns, so a migration that leaves those columns' types alone never invalidates them.)
  */
 async function prepared(db: Knex, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
-  const pool = db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<void> };
-  const connection = await pool.acquireConnection();
-  try {
-    return await connection.query({ name, text, values });
-  } finally {
-    await pool.releaseConnection(connection);
-  }
+  return withConnection(db, (connection) => connection.query({ name, text, values }));
 }

@@ -3,11 +3,15 @@ import type { AppContext } from '../../shared/context';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
 import { reconcileDeliveries } from '../../shared/webhooks/reconcile';
 import { pruneWebhookAttempts } from '../../shared/webhooks/attempts';
+import { sweepUploads } from '../../shared/registration/upload-sweep';
 
 export const RECONCILE_JOB = 'reconcile-transactions';
 export const PRUNE_WEBHOOK_ATTEMPTS_JOB = 'prune-webhook-attempts';
+export const SWEEP_UPLOADS_JOB = 'sweep-uploads';
 /** Attempts expire by the day; an hourly pass keeps each deletion small. */
 const PRUNE_EVERY_MS = 3600_000;
+/** Uploads expire within UPLOAD_TTL_SECONDS (10 minutes at most): one pass as often. */
+const SWEEP_UPLOADS_EVERY_MS = 600_000;
 
 /** Repeatable housekeeping (scheduled by the worker entry point). */
 export const maintenanceProcessor = (app: AppContext): Processor => async (job) => {
@@ -16,6 +20,7 @@ export const maintenanceProcessor = (app: AppContext): Processor => async (job) 
     return { requeued: (await reconcileTransactions(app, idle)).length, deliveries: (await reconcileDeliveries(app, idle)).length };
   }
   if (job.name === PRUNE_WEBHOOK_ATTEMPTS_JOB) return { deleted: await pruneWebhookAttempts(app.db, app.config.webhooks.attemptRetentionDays) };
+  if (job.name === SWEEP_UPLOADS_JOB) return { deleted: await sweepUploads(app) };
   throw new Error(`unknown maintenance job ${job.name}`);
 };
 
@@ -23,4 +28,5 @@ export const maintenanceProcessor = (app: AppContext): Processor => async (job) 
 export async function scheduleMaintenance(app: AppContext): Promise<void> {
   await app.queues.maintenance.upsertJobScheduler(RECONCILE_JOB, { every: app.config.reconcile.everyMs }, { name: RECONCILE_JOB });
   await app.queues.maintenance.upsertJobScheduler(PRUNE_WEBHOOK_ATTEMPTS_JOB, { every: PRUNE_EVERY_MS }, { name: PRUNE_WEBHOOK_ATTEMPTS_JOB });
+  await app.queues.maintenance.upsertJobScheduler(SWEEP_UPLOADS_JOB, { every: SWEEP_UPLOADS_EVERY_MS }, { name: SWEEP_UPLOADS_JOB });
 }

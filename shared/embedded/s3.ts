@@ -28,6 +28,7 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     configureBuckets: [{ name: bucket, configs: [] }],
   });
   server.middleware.unshift(writeOnceAudio(server, bucket));
+  server.middleware.unshift(singlePutLimit());
   server.middleware.unshift(verifyPresignedV4());
   const address = (await server.run()) as { port: number };
   return {
@@ -55,6 +56,29 @@ function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }
         ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed</Code><Message>This upload URL has already been used</Message></Error>';
         return;
       }
+    }
+    await next();
+  };
+}
+
+/** S3's own limit on one PUT (5 GiB), which is what bounds an upload before prepare refuses it (README, "Uploads"). */
+export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
+
+/**
+ * A PUT must say its length, and at most 5 GiB, as S3 requires (411 MissingContentLength, 400
+ * EntityTooLarge): s3rver would store whatever streams in.
+ */
+function singlePutLimit() {
+  const refuse = (ctx: { status: number; type: string; body: unknown }, status: number, code: string, message: string) => {
+    ctx.status = status;
+    ctx.type = 'application/xml';
+    ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+  };
+  return async (ctx: { method: string; get(name: string): string; status: number; type: string; body: unknown }, next: () => Promise<void>) => {
+    if (ctx.method === 'PUT' && !ctx.get('x-amz-copy-source')) {
+      const length = ctx.get('content-length');
+      if (!/^\d+$/.test(length)) return refuse(ctx, 411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
+      if (Number(length) > S3_MAX_PUT_BYTES) return refuse(ctx, 400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
     }
     await next();
   };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../context';
 import { AppError } from '../errors';
@@ -9,9 +9,9 @@ import { walletSeedAad } from '../organizations/service';
 import { balanceOf } from '../ledger/service';
 import { PROTOCOL_VERSION, computeCommitment, toHex } from './commitment';
 import { priceQuote } from './pricing';
-import { RegistrationStore } from './store';
-import type { PreparedQuote, UploadSession } from './types';
-import type { PrepareOutcome } from './service';
+import { JobStore, type JobRecord } from './job-store';
+import type { PreparedQuote } from './types';
+import { sessionNotFound, type PrepareOutcome } from './service';
 
 export interface PrepareDeps {
   readonly app: AppContext;
@@ -19,27 +19,35 @@ export interface PrepareDeps {
 }
 
 /**
- * The prepare worker's work: verify and stream the uploaded object through SHA-256 (constant memory),
- * compute the commitment (contract §5), ask the chain for the fee and a dry run of the exact call, price.
- * Domain failures come back as data, so the waiting web answers with them and nothing is retried.
+ * The prepare worker's work for one run of a job (see job-store.ts): verify and stream the uploaded object
+ * through SHA-256 (constant memory; once per upload, a later run reuses the hash while the object is the
+ * same), compute the commitment (contract §5), ask the chain for the fee and a dry run of the exact call,
+ * price, and store the quote in the job. Domain failures come back as data, so the waiting web answers
+ * with them and nothing is retried. An upload refused for its size is deleted at once.
  */
-export async function prepareQuote(deps: PrepareDeps, organizationId: string, jobId: string): Promise<PrepareOutcome> {
+export async function prepareQuote(deps: PrepareDeps, organizationId: string, jobId: string, run: number): Promise<PrepareOutcome> {
+  const store = new JobStore(deps.app.redis, deps.app.config.redis.prefix);
   try {
-    return { ok: true, quote: await buildQuote(deps, organizationId, jobId) };
+    const job = await store.load(organizationId, jobId);
+    if (!job || job.run !== run || job.state === 'confirming' || job.state === 'confirmed') throw sessionNotFound(); // confirmed, expired, or taken over by a later run
+    const quote = await buildQuote(deps, store, job, run);
+    if (!(await store.finishPrepare(organizationId, jobId, run, quote))) throw sessionNotFound(); // confirmed, expired, or taken over by a later run
+    return { ok: true, quote };
   } catch (err) {
+    await store.releasePrepare(organizationId, jobId, run);
     if (err instanceof AppError) return { ok: false, code: err.code, message: err.message };
     throw err;
   }
 }
 
-async function buildQuote({ app, anchors }: PrepareDeps, organizationId: string, jobId: string): Promise<PreparedQuote> {
-  const session = await new RegistrationStore(app.redis, app.config.redis.prefix).session(organizationId, jobId);
-  if (!session) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
 
+async function buildQuote({ app, anchors }: PrepareDeps, store: JobStore, job: JobRecord, run: number): Promise<PreparedQuote> {
+  const { session } = job;
+  const organizationId = session.organizationId;
   // a metadata-only version anchors the audio its work already anchored: nothing to read
   const audio = session.reusedAudio
     ? { mediaHash: Buffer.from(session.reusedAudio.mediaHash.slice(2), 'hex'), size: session.reusedAudio.size }
-    : await hashAudio(app, session);
+    : await uploadedAudio(app, store, job, run);
   const { commitment, merkleRoot, mediaHash } = computeCommitment(audio.mediaHash, session.title, session.creators);
 
   const wallet = await findWallet(app.db, organizationId, session.network);
@@ -82,11 +90,16 @@ async function buildQuote({ app, anchors }: PrepareDeps, organizationId: string,
   };
 }
 
-/** Streams the object through SHA-256; the GET is pinned to the ETag the HEAD saw. */
-async function hashAudio(app: AppContext, session: UploadSession): Promise<{ mediaHash: Buffer; size: number }> {
+/**
+ * The upload's hash and size: read again only when the object is not the one a previous run hashed. An
+ * object refused for its size is deleted, so nothing refused is kept.
+ */
+async function uploadedAudio(app: AppContext, store: JobStore, job: JobRecord, run: number): Promise<{ mediaHash: Buffer; size: number }> {
+  const { session } = job;
+  const bucket = app.storage.bucket;
   let head;
   try {
-    head = await app.storage.client.send(new HeadObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey }));
+    head = await app.storage.client.send(new HeadObjectCommand({ Bucket: bucket, Key: session.audioKey }));
   } catch (err) {
     if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) {
       throw new AppError('registration.audio_missing', 'No audio has been uploaded to upload_url yet');
@@ -94,10 +107,21 @@ async function hashAudio(app: AppContext, session: UploadSession): Promise<{ med
     throw err;
   }
   const size = head.ContentLength ?? 0;
-  if (size === 0) throw new AppError('registration.audio_empty', 'The uploaded audio is empty');
-  if (size > app.config.uploads.maxBytes) throw new AppError('registration.audio_too_large', `The uploaded audio is larger than ${app.config.uploads.maxBytes} bytes`);
+  const refusal =
+    size === 0
+      ? new AppError('registration.audio_empty', 'The uploaded audio is empty')
+      : size > app.config.uploads.maxBytes
+        ? new AppError('registration.audio_too_large', `The uploaded audio is larger than ${app.config.uploads.maxBytes} bytes`)
+        : undefined;
+  if (refusal) {
+    await app.storage.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: session.audioKey }));
+    throw refusal;
+  }
+  const etag = head.ETag ?? '';
+  if (job.audio && job.audio.etag === etag && job.audio.size === size) return { mediaHash: Buffer.from(job.audio.mediaHash.slice(2), 'hex'), size };
 
-  const object = await app.storage.client.send(new GetObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey, IfMatch: head.ETag }));
+  // the GET is pinned to the ETag the HEAD saw
+  const object = await app.storage.client.send(new GetObjectCommand({ Bucket: bucket, Key: session.audioKey, IfMatch: etag }));
   const hash = createHash('sha256');
   let read = 0;
   for await (const chunk of object.Body as Readable) {
@@ -105,5 +129,7 @@ async function hashAudio(app: AppContext, session: UploadSession): Promise<{ med
     hash.update(chunk as Buffer);
   }
   if (read !== size) throw new Error(`read ${read} bytes of an object of ${size}`);
-  return { mediaHash: hash.digest(), size };
+  const mediaHash = hash.digest();
+  await store.recordAudio(session.organizationId, session.jobId, run, { mediaHash: toHex(mediaHash), size, etag });
+  return { mediaHash, size };
 }

@@ -5,10 +5,12 @@ import { AppError, notFound, type ErrorCode } from '../errors';
 import type { Principal } from '../api-keys/types';
 import { appendLedgerEntry } from '../ledger/service';
 import type { Creator } from './commitment';
-import { RegistrationStore } from './store';
+import { JobStore } from './job-store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
 import { createTransaction } from '../transactions/service';
+import { transactionIdForJob } from '../transactions/repo';
+import { PG, pgCode } from '../db/knex';
 import { publishTransactionUpdate } from '../transactions/updates';
 import { presignPut } from '../storage/presign';
 
@@ -36,7 +38,7 @@ export interface UploadJob {
 
 export const audioKey = (organizationId: string, jobId: string) => `audio/${organizationId}/${jobId}`;
 
-export const registrationStore = (app: AppContext) => new RegistrationStore(app.redis, app.config.redis.prefix);
+export const jobStore = (app: Pick<AppContext, 'redis' | 'config'>) => new JobStore(app.redis, app.config.redis.prefix);
 
 /** Reserves an upload session and presigns the PUT of its one object key (spec 4.1). */
 export async function initRegistration(app: AppContext, principal: Principal, input: InitInput): Promise<UploadJob> {
@@ -121,30 +123,64 @@ export async function initVersion(app: AppContext, principal: Principal, atsId: 
     audioKey: latest.audio_key,
     reusedAudio: { mediaHash: latest.media_hash, size: Number(latest.audio_size) },
   };
-  await registrationStore(app).saveSession(session, ttl);
+  await jobStore(app).reserve(session, ttl);
   return { job_id: jobId };
 }
 
 export async function reserveUpload(app: AppContext, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
   const url = await presignPut(app.storage, session.audioKey, ttlSeconds);
-  await registrationStore(app).saveSession(session, ttlSeconds);
+  await jobStore(app).reserve(session, ttlSeconds);
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
 }
+
 
 /** The outcome a prepare job returns: a quote, or the domain error to answer with. */
 export type PrepareOutcome = { ok: true; quote: PreparedQuote } | { ok: false; code: ErrorCode; message: string };
 
+export const sessionNotFound = () => new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown, expired, or already confirmed)');
+const preparedNotFound = () => new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
+
+/** How long confirm holds a job while it debits; a hold whose process died lapses after it. */
+const CONFIRM_HOLD_MS = 30_000;
+
+/** The BullMQ job of one prepare run: a second prepare of the job while it runs adds nothing and waits on it. */
+const prepareRunId = (organizationId: string, jobId: string, run: number) => `prepare-${organizationId}-${jobId}-${run}`;
+
+/** The job's session when it is of this kind (and, for a version, of this work); else the job is not found here. */
+async function sessionOf(store: JobStore, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId: number | undefined) {
+  const job = await store.load(principal.organizationId, jobId);
+  if (!job || job.session.kind !== kind || (kind === 'add_version' && job.session.atsId !== atsId)) return undefined;
+  return job.session;
+}
+
+/**
+ * A confirm hold whose process died before it moved the job on: PostgreSQL (one transaction per job id)
+ * says whether its debit committed, and the job becomes `confirmed` or `prepared` accordingly.
+ */
+async function settleLapsedConfirm(app: AppContext, store: JobStore, session: UploadSession): Promise<void> {
+  if (await transactionIdForJob(app.db, session.jobId)) await store.finishConfirm(session.organizationId, session.jobId, session.audioKey);
+  else await store.revertConfirm(session.organizationId, session.jobId);
+}
+
 /**
  * Prepare (spec 4.3): the web hands the hashing and the chain dry run to a `prepare` worker and waits for
- * its answer, bounded; the quote it returns is stored in Redis for confirm.
+ * its answer, bounded. The worker stores the quote in the job; a prepare of a job whose run is under way
+ * waits on that same run, so concurrent prepares hash once and answer one quote.
  */
 export async function prepareJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<PreparedQuote> {
-  const store = registrationStore(app);
-  const session = await store.session(principal.organizationId, jobId);
-  if (!session || session.kind !== kind || (kind === 'add_version' && session.atsId !== atsId)) throw new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown or expired)');
+  const store = jobStore(app);
+  const session = await sessionOf(store, principal, jobId, kind, atsId);
+  if (!session) throw sessionNotFound();
+  let begun = await store.beginPrepare(principal.organizationId, jobId, app.config.prepareTimeoutMs);
+  if (begun.kind === 'lapsed') {
+    await settleLapsedConfirm(app, store, session);
+    begun = await store.beginPrepare(principal.organizationId, jobId, app.config.prepareTimeoutMs);
+  }
+  if (begun.kind !== 'start' && begun.kind !== 'join') throw sessionNotFound();
   const events = app.prepareEvents();
   await events.waitUntilReady();
-  const job = await app.queues.prepare.add('prepare', { organizationId: principal.organizationId, jobId });
+  const data = { organizationId: principal.organizationId, jobId, run: begun.run };
+  const job = await app.queues.prepare.add('prepare', data, { jobId: prepareRunId(principal.organizationId, jobId, begun.run) });
   let outcome: PrepareOutcome;
   try {
     outcome = (await job.waitUntilFinished(events, app.config.prepareTimeoutMs)) as PrepareOutcome;
@@ -155,7 +191,6 @@ export async function prepareJob(app: AppContext, principal: Principal, jobId: s
     throw new AppError('common.service_unavailable', message, undefined, { 'Retry-After': '5' });
   }
   if (!outcome.ok) throw new AppError(outcome.code, outcome.message);
-  await store.saveQuote(outcome.quote);
   return outcome.quote;
 }
 
@@ -166,18 +201,24 @@ export interface TransactionHandle {
 }
 
 /**
- * Confirm (spec 4.4): takes the quote atomically, then debits the quoted price and records the transaction
- * in one SQL transaction, and enqueues it. A confirm that cannot complete puts the quote back.
+ * Confirm (spec 4.4): takes the prepared job into `confirming` atomically, then debits the quoted price and
+ * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
+ * refused leaves the job `prepared`, its quote as it was.
  */
 export async function confirmJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<TransactionHandle> {
-  const store = registrationStore(app);
-  const quote = await store.consumeQuote(principal.organizationId, jobId);
-  if (!quote || quote.session.kind !== kind || (kind === 'add_version' && quote.session.atsId !== atsId)) {
-    if (quote) await store.restoreQuote(quote);
-    throw new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
+  const store = jobStore(app);
+  const session = await sessionOf(store, principal, jobId, kind, atsId);
+  if (!session) throw preparedNotFound();
+  let taken = await store.beginConfirm(principal.organizationId, jobId, CONFIRM_HOLD_MS);
+  if (taken.kind === 'lapsed') {
+    await settleLapsedConfirm(app, store, session);
+    taken = await store.beginConfirm(principal.organizationId, jobId, CONFIRM_HOLD_MS);
   }
+  if (taken.kind !== 'taken') throw preparedNotFound();
+  const quote = taken.quote;
   let transactionId: string;
   try {
+    if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
     if (!quote.isValid) throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
     transactionId = await app.db.transaction(async (trx) => {
       const id = await createTransaction(trx, quote, principal.apiKeyId);
@@ -185,9 +226,16 @@ export async function confirmJob(app: AppContext, principal: Principal, jobId: s
       return id;
     });
   } catch (err) {
-    await store.restoreQuote(quote).catch(() => undefined);
+    if (pgCode(err) === PG.uniqueViolation && (err as { constraint?: string }).constraint === 'transactions_job_id_unique') {
+      // confirmed before, by a confirm whose hold lapsed after its commit
+      await store.finishConfirm(principal.organizationId, jobId, session.audioKey);
+      throw preparedNotFound();
+    }
+    await store.revertConfirm(principal.organizationId, jobId).catch(() => undefined);
     throw err;
   }
+  // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
+  await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
   await publishTransactionUpdate(app, transactionId);
   await app.queues.chain.add('transaction', { transactionId }, { jobId: transactionId }).catch((err) => {
     // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.

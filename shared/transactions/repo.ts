@@ -73,6 +73,12 @@ export async function findTransaction(db: Knex | Knex.Transaction, id: string, o
 }
 
 /** Column updates in their snake_case names; `updated_at` is always moved. */
+/** The transaction a job was confirmed into, if it was (one per job id). */
+export async function transactionIdForJob(db: Knex | Knex.Transaction, jobId: string): Promise<string | undefined> {
+  const row = await db('transactions').where({ job_id: jobId }).first('id');
+  return row?.id;
+}
+
 export async function updateTransaction(db: Knex | Knex.Transaction, id: string, changes: Record<string, unknown>): Promise<void> {
   const values = { ...changes, updated_at: db.fn.now() };
   if ('steps' in values) values.steps = JSON.stringify(values.steps);

@@ -17,6 +17,7 @@ export async function createTransaction(trx: Knex.Transaction, quote: PreparedQu
   }
   await trx('transactions').insert({
     id,
+    job_id: session.jobId,
     organization_id: session.organizationId,
     api_key_id: apiKeyId,
     network: session.network,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { call, type Reply } from './app';
+import { call, eventually, type Reply } from './app';
+import type { AppContext } from '../../shared/context';
 
 export const creator = (overrides: Record<string, unknown> = {}) => ({
   full_name: 'Ada Lovelace',
@@ -74,4 +75,12 @@ export async function addVersion(base: string, token: string, atsId: number, bod
   if (prepare.status !== 200) throw new Error(`version prepare: ${prepare.status} ${prepare.text}`);
   const confirm = await call(base, 'POST', `${path}/confirm`, { token, body: { job_id: init.body.job_id } });
   return { jobId: init.body.job_id, init, prepare, confirm };
+}
+
+/** Waits until the transaction is terminal (finalized or failed); returns its row. */
+export function settled(ctx: AppContext, txId: string, timeoutMs = 120_000): Promise<Record<string, any>> {
+  return eventually(async () => {
+    const row = await ctx.db('transactions').where({ id: txId }).first();
+    return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
+  }, `transaction ${txId} to settle`, timeoutMs);
 }

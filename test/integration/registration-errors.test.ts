@@ -16,7 +16,7 @@ describe('registration: every error row leaves nothing changed', function () {
     balance: Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance),
     works: Number((await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count'))[0]!.count),
     transactions: Number((await app.context.db('transactions').where({ organization_id: org }).count<{ count: string }[]>('* as count'))[0]!.count),
-    uploads: (await app.context.redis.keys(`${app.context.config.redis.prefix}:upload:${org}:*`)).length,
+    uploads: (await app.context.redis.keys(`${app.context.config.redis.prefix}:job:${org}:*`)).length,
   });
 
   it('init: 422 with details for each rule of spec 4.1 and contract §4', async () => {

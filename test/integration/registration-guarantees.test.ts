@@ -57,7 +57,7 @@ describe('registration guarantees', function () {
         // another organization has its own bucket
         expect((await call(limited.url, 'POST', '/v1/works/init', { token: other.token, body: initBody() })).status).to.equal(200);
         // a refused request reserves nothing
-        expect((await limited.context.redis.keys(`${limited.context.config.redis.prefix}:upload:${org}:*`)).length).to.equal(3);
+        expect((await limited.context.redis.keys(`${limited.context.config.redis.prefix}:job:${org}:*`)).length).to.equal(3);
       } finally {
         await limited.close();
       }
@@ -74,7 +74,7 @@ describe('registration guarantees', function () {
       expect(second.status).to.equal(412);
       const prepared = await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } });
       expect(prepared.status).to.equal(200);
-      const quote = await app.context.redis.get(`${app.context.config.redis.prefix}:quote:${(await app.context.db('api_keys').where({ id: key.id }).first()).organization_id}:${init.body.job_id}`);
+      const quote = await app.context.redis.hget(`${app.context.config.redis.prefix}:job:${(await app.context.db('api_keys').where({ id: key.id }).first()).organization_id}:${init.body.job_id}`, 'quote');
       expect(JSON.parse(quote!).mediaHash).to.equal('0x' + createHash('sha256').update(firstBytes).digest('hex'));
     });
 
@@ -156,7 +156,7 @@ describe('registration guarantees', function () {
       // a buffered read would add at least 200 MB
       expect(increaseMb).to.be.below(100);
       const orgId = (await app.context.db('api_keys').where({ id: key.id }).first()).organization_id;
-      const quote = JSON.parse((await app.context.redis.get(`${app.context.config.redis.prefix}:quote:${orgId}:${init.body.job_id}`))!);
+      const quote = JSON.parse((await app.context.redis.hget(`${app.context.config.redis.prefix}:job:${orgId}:${init.body.job_id}`, 'quote'))!);
       expect(quote.mediaHash).to.equal('0x' + expected.digest('hex'));
       expect(quote.audioSize).to.equal(size);
       expect(prepared.body.storage_fee_credits).to.equal(Math.ceil((size - 10 * 1024 * 1024) / (1024 * 1024)));

@@ -5,22 +5,13 @@ import { call, eventually, expectError, startApp, type TestApp } from '../helper
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature, type Received } from '../helpers/receiver';
-import { addVersion, creator, initBody, register } from '../helpers/registration';
+import { addVersion, creator, initBody, register, settled } from '../helpers/registration';
 import { referenceCommitment } from '../helpers/commitment';
 import { configWith, testServices } from '../helpers/services';
 import { decodeAnchor, verifyAnchorSignature } from '../../shared/chain/remark-payload';
 import { remarksOf, verifyAnchors, versionIsValid, type CallLike } from '../../shared/chain/verify';
-import type { AppContext } from '../../shared/context';
 
 const REGISTERED_FIELDS = ['event', 'transaction_id', 'organization_id', 'api_key_id', 'external_user_ref', 'network', 'ats_id', 'tx_hash', 'block_number', 'block_hash', 'access_code', 'explorer_url', 'finalized_at'];
-
-/** Waits until the transaction is terminal; returns its row. */
-function settled(ctx: AppContext, txId: string) {
-  return eventually(async () => {
-    const row = await ctx.db('transactions').where({ id: txId }).first();
-    return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
-  }, `transaction ${txId} to settle`, 120_000);
-}
 
 /** The hook for a transaction, once it has arrived. */
 function hookFor(receiver: WebhookReceiver, txId: string): Promise<Received> {

@@ -179,6 +179,7 @@ describe('a registered work read back: details, downloads and certificates', fun
     await app.context.db('transactions').insert({
       ...v1tx,
       id: txId,
+      job_id: randomUUID(), // a job of its own: one transaction per job
       type: 'add_version',
       version: 2,
       tx_hash: `0x${'ab'.repeat(32)}`,

@@ -15,6 +15,40 @@ export function toDetails(errors: ErrorObject[] | null | undefined): ErrorDetail
   });
 }
 
+/** NUL, or half of a UTF-16 surrogate pair (in `u` mode a whole pair is one code point, never Cs). */
+const UNSTORABLE = /[\u0000\p{Cs}]/u;
+
+/**
+ * Every string in a parsed body or query (keys included) that PostgreSQL's text cannot hold (contract §4).
+ * Checked here, before any schema or handler, so no route has to remember it.
+ */
+export function unstorableText(value: unknown): ErrorDetail[] {
+  interface At {
+    readonly key: string;
+    readonly parent?: At;
+  }
+  const pointer = (at: At | undefined) => {
+    const keys: string[] = [];
+    for (let a = at; a; a = a.parent) keys.push(a.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+    return keys.length ? `/${keys.reverse().join('/')}` : '/';
+  };
+  const problems: ErrorDetail[] = [];
+  // iterative, and paths spelt out only for what is reported: a body may nest as deep as its size allows
+  const pending: [unknown, At | undefined][] = [[value, undefined]];
+  for (let next = pending.pop(); next && problems.length < 20; next = pending.pop()) {
+    const [item, at] = next;
+    if (typeof item === 'string') {
+      if (UNSTORABLE.test(item)) problems.push({ path: pointer(at), message: 'must not contain NUL or an unpaired UTF-16 surrogate' });
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, child] of Object.entries(item)) {
+        if (UNSTORABLE.test(key)) problems.push({ path: pointer({ key, parent: at }), message: 'is not a storable field name' });
+        else pending.push([child, { key, parent: at }]);
+      }
+    }
+  }
+  return problems;
+}
+
 export interface ValidateOptions {
   /** The error code for a failure (default `common.validation_failed`). */
   readonly code?: ErrorCode;
@@ -25,6 +59,8 @@ export function validateBody<T>(schema: JSONSchemaType<T> | SchemaObject, option
   const check = ajv.compile<T>(schema);
   return async (ctx, next) => {
     const body = ctx.request.body;
+    const unstorable = unstorableText(body);
+    if (unstorable.length) throw new AppError('common.validation_failed', 'Invalid request body: text must not contain NUL or an unpaired UTF-16 surrogate', unstorable);
     if (!check(body)) {
       const details = toDetails(check.errors);
       throw new AppError(options.code ?? 'common.validation_failed', `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
@@ -32,6 +68,19 @@ export function validateBody<T>(schema: JSONSchemaType<T> | SchemaObject, option
     ctx.state.body = body;
     await next();
   };
+}
+
+/**
+ * Koa's parser turns escapes that are not UTF-8 (`%ED%A0%80`, a surrogate's CESU-8 form; `%FF`) into U+FFFD
+ * without a word; such a query is malformed (contract §4), so it is decoded strictly here first.
+ */
+function isUtf8Query(querystring: string): boolean {
+  try {
+    for (const part of querystring.split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, ' '));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Query strings are text: this instance turns `first=20` into a number before checking it. */
@@ -44,7 +93,10 @@ const queryAjv = new Ajv({ allErrors: true, strict: true, coerceTypes: true, use
 export function validateQuery<T>(schema: SchemaObject): Middleware {
   const check = queryAjv.compile<T>(schema);
   return async (ctx, next) => {
+    if (!isUtf8Query(ctx.querystring)) throw new AppError('common.bad_request', 'Invalid query: percent-escapes must spell UTF-8');
     const query = { ...ctx.query };
+    const unstorable = unstorableText(query);
+    if (unstorable.length) throw new AppError('common.bad_request', 'Invalid query: text must not contain NUL or an unpaired UTF-16 surrogate', unstorable);
     if (!check(query)) {
       const details = toDetails(check.errors);
       throw new AppError('common.bad_request', `Invalid query: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);

@@ -23,7 +23,7 @@ export interface FuzzRequest {
   readonly query: string;
   readonly credential: string;
   readonly headers: Record<string, string>;
-  readonly body: { kind: 'json'; value: unknown } | { kind: 'raw'; bytes: Uint8Array; type: string } | { kind: 'none' };
+  readonly body: { kind: 'json'; value: unknown; unstorable?: boolean } | { kind: 'raw'; bytes: Uint8Array; type: string } | { kind: 'none' };
 }
 
 const pct = (s: string) => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
@@ -46,15 +46,58 @@ const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.dictionary(hostileString, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 8 }) },
 );
 
+/** A valid body of each documented field, trimmed to the fields of the operation at hand. */
+function templateBody(op: Operation): Record<string, unknown> {
+  const props = Object.keys(((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>);
+  const body: Record<string, unknown> = {
+    network: 'testnet',
+    title: 'Fuzz',
+    filename: 'f.wav',
+    creators: [{ full_name: 'F', email: 'f@example.test', roles: { author: true }, ipi: '00012345678', isni: '000000012146438X' }],
+    job_id: 'x',
+    name: 'k',
+    scopes: ['works:read'],
+    webhook_url: 'https://example.test/hook',
+    external_user_ref: 'u1',
+  };
+  for (const key of Object.keys(body)) if (!props.includes(key)) delete body[key];
+  return body;
+}
+
 /** A body close to a valid one, with one field broken, missing or extra. */
 function mutatedBody(op: Operation): fc.Arbitrary<unknown> {
   const props = Object.keys(((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>);
   if (!props.length) return hostileJson;
   return fc.record({ field: fc.constantFrom(...props, '__proto__', 'constructor', 'extra'), value: fc.oneof(hostileString, hostileJson), drop: fc.boolean() }).map(({ field, value, drop }) => {
-    const body: Record<string, unknown> = { network: 'testnet', title: 'Fuzz', filename: 'f.wav', creators: [{ full_name: 'F', roles: { author: true } }], job_id: 'x', name: 'k', scopes: ['works:read'], external_user_ref: 'u1' };
-    for (const key of Object.keys(body)) if (!props.includes(key)) delete body[key];
+    const body = templateBody(op);
     if (drop) delete body[field];
     else body[field] = value;
+    return body;
+  });
+}
+
+/** Text PostgreSQL cannot store (contract §4): NUL and unpaired surrogates, alone or inside other text. */
+export const unstorableString = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.constantFrom('\u0000', '\ud800', '\udbff', '\udc00', '\udfff', '\udfff\ud800'), fc.string({ maxLength: 8 }))
+  .map(([before, bad, after]) => before + bad + after);
+
+/** The string leaves of a JSON value, as paths. */
+function stringPaths(value: unknown, path: (string | number)[] = []): (string | number)[][] {
+  if (typeof value === 'string') return [path];
+  if (Array.isArray(value)) return value.flatMap((v, i) => stringPaths(v, [...path, i]));
+  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => stringPaths(v, [...path, k]));
+  return [];
+}
+
+/** A valid body with one of its string fields, however deep (a creator's name, say), made unstorable. */
+function unstorableBody(op: Operation): fc.Arbitrary<unknown> | undefined {
+  const paths = stringPaths(templateBody(op));
+  if (!paths.length) return undefined;
+  return fc.record({ path: fc.constantFrom(...paths), value: unstorableString }).map(({ path, value }) => {
+    const body = structuredClone(templateBody(op));
+    let at: any = body;
+    for (const step of path.slice(0, -1)) at = at[step];
+    at[path[path.length - 1]!] = value;
     return body;
   });
 }
@@ -70,6 +113,7 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
       hostileString.filter((s) => s.length > 0),
     );
   return fc.constantFrom(...OPERATIONS.filter((op) => !op.devOnly)).chain((op) => {
+    const unstorable = unstorableBody(op);
     const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
     return fc.record({
       op: fc.constant(op),
@@ -79,6 +123,8 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
         fc.record({ first: fc.oneof(fc.integer(), hostileString), after: hostileString, network: hostileString, external_user_ref: hostileString }, { requiredKeys: [] }).map(
           (q) => '?' + Object.entries(q).map(([k, v]) => `${k}=${pct(String(v))}`).join('&'),
         ),
+        // escapes UTF-8 cannot spell: a surrogate's CESU-8 bytes, a stray continuation byte, NUL
+        fc.record({ name: fc.constantFrom('external_user_ref', 'after', 'network', 'first'), escape: fc.constantFrom('%ED%A0%80', '%ED%BF%BF', '%FF', '%80', '%00', 'a%C3') }).map(({ name, escape }) => `?${name}=${escape}`),
       ),
       credential: fc.constantFrom(...Object.keys(target.credentials)),
       headers: fc.oneof(
@@ -89,6 +135,7 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
       ),
       body: fc.oneof(
         fc.constant({ kind: 'none' as const }),
+        ...(unstorable ? [unstorable.map((value) => ({ kind: 'json' as const, value, unstorable: true }))] : []),
         mutatedBody(op).map((value) => ({ kind: 'json' as const, value })),
         hostileJson.map((value) => ({ kind: 'json' as const, value })),
         // deeply nested JSON, as text: a parser's recursion is the target
@@ -141,6 +188,7 @@ export async function violation(target: FuzzTarget, req: FuzzRequest): Promise<s
   fuzzStats.cases++;
   fuzzStats.byStatus.set(res.status, (fuzzStats.byStatus.get(res.status) ?? 0) + 1);
   if (res.status >= 500) return `${method} ${req.path} → ${res.status} ${text.slice(0, 300)}`;
+  if (req.body.kind === 'json' && req.body.unstorable && res.status < 400) return `${method} ${req.path} → ${res.status}: accepted text PostgreSQL cannot store`;
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;

@@ -117,6 +117,16 @@ function verifyPresignedV4() {
       );
       expected = (signed.query as Record<string, string>)['X-Amz-Signature'];
     }
+    if (expected === given && date) {
+      // S3 judges the signature and its lifetime before anything about the object (a write-once refusal, say)
+      const signedAt = Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]), Number(date[4]), Number(date[5]), Number(date[6]));
+      if (Date.now() > signedAt + Number(ctx.query['X-Amz-Expires']) * 1000) {
+        ctx.status = 403;
+        ctx.type = 'application/xml';
+        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>';
+        return;
+      }
+    }
     if (expected !== given) {
       ctx.status = 403;
       ctx.type = 'application/xml';

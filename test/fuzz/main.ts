@@ -30,7 +30,7 @@ async function lifecycle(): Promise<number> {
     process.stdout.write(`${stats.sequences} sequences (${stats.commands} commands drawn, ${stats.requests} requests) in ${((Date.now() - started) / 1000).toFixed(1)} s: every invariant held\n`);
     return 0;
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    process.stderr.write(`${(err as Error).message}\n${String((err as Error).cause ?? '')}\n`);
     return 1;
   } finally {
     await target.close();

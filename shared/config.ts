@@ -85,6 +85,16 @@ export interface Config {
   readonly prepareTimeoutMs: number;
   /** Most calls one relayer batch carries (further bounded by the runtime's weight and length limits). */
   readonly chainBatchMax: number;
+  /**
+   * How long a confirmed transaction's call is sent again after refusals that were not its own (a pool, a
+   * nonce, an era, a connection in the way) before it fails and is refunded.
+   */
+  readonly chainGiveUpAfterSeconds: number;
+  /**
+   * Development only: when the node's genesis differs from the one this database recorded (a local chain
+   * started afresh), forget this database's chain state for it instead of refusing to submit.
+   */
+  readonly chainForgetOnNewGenesis: boolean;
   /** The reconciler: how often it runs, and how long a transaction must sit untouched to count as stuck. */
   readonly reconcile: { readonly everyMs: number; readonly idleSeconds: number };
   /** Live transaction tracking (WebSocket and socket.io on the web process). */
@@ -235,6 +245,8 @@ export function loadConfig(env: Env = process.env): Config {
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
     chainBatchMax: read.int('CHAIN_BATCH_MAX', 1000, 1, 10_000),
+    chainGiveUpAfterSeconds: read.int('CHAIN_GIVE_UP_AFTER', 3600, 1, 7 * 86400),
+    chainForgetOnNewGenesis: read.bool('CHAIN_FORGET_ON_NEW_GENESIS', false),
     reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
     live: {
       maxSocketsPerOrg: read.int('WS_MAX_SOCKETS_PER_ORG', 1000, 1, 1_000_000),
@@ -245,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');
+  if (config.chainForgetOnNewGenesis && nodeEnv === 'production') problems.push('CHAIN_FORGET_ON_NEW_GENESIS must not be set in production');
 
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze(config);

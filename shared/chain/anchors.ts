@@ -376,16 +376,29 @@ class HeightWatch {
   }
 }
 
-/** The pool refused the extrinsic for good (bad signature, cannot pay, stale): retrying cannot help. */
+/**
+ * The node refused the relayer's extrinsic, or dropped it from its pool: a refusal of the relayer's
+ * envelope (nonce, era, fees, signature, pool space), never of a call inside it, whose own dispatch errors
+ * are read from its block. `poolHasIt`: the pool already holds these very bytes (1012 temporarily banned,
+ * 1013 already imported), so they may still be included; otherwise they can only be included if sent again.
+ */
 export class SubmissionRejected extends Error {
   override readonly name = 'SubmissionRejected';
+  constructor(
+    message: string,
+    readonly poolHasIt = false,
+  ) {
+    super(message);
+  }
 }
 
 function classifySubmitError(err: Error): Error {
-  // 1010: invalid transaction (payment, stale, bad proof…), 1011: unknown validity. Both are final.
-  if (/^101[0-2]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
+  // 1010 invalid (stale or future nonce, payment, bad proof, ancient birth block, exhausts resources),
+  // 1011 unknown validity, 1014 priority too low (another extrinsic holds the nonce): not in the pool.
+  if (/^101[0124]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
     return new SubmissionRejected(err.message);
   }
+  if (/^101[23]|Temporarily Banned|Already Imported/i.test(err.message)) return new SubmissionRejected(err.message, true);
   return err;
 }
 

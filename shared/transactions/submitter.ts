@@ -9,6 +9,7 @@ import { updateTransaction } from './repo';
 import { failpoint } from '../failpoints';
 import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';
+import { ensureChainIdentity } from './chain-identity';
 
 export interface SubmissionRow {
   readonly id: string;
@@ -35,8 +36,8 @@ const toSubmission = (r: Record<string, any>): SubmissionRow => ({
 /** The longest a round waits for a new block before it looks for ready calls again. */
 const BLOCK_WAIT_MS = 30_000;
 
-/** How many relayer extrinsics may carry one call: the first, and one replacement after an expiry. */
-const MAX_SIGNINGS = 2;
+/** The longest wait before a call refused with its relayer extrinsic is signed again (it doubles from 1 s). */
+const MAX_RESEND_BACKOFF_S = 60;
 
 /**
  * The one submitter of a relayer account. Whoever holds the relayer's PostgreSQL advisory lock (one
@@ -113,7 +114,11 @@ export class RelayerSubmitter {
   }
 
   private readyQuery(network: Network) {
-    return this.app.db('transactions').where({ network, status: 'pending' }).whereNotNull('call_hex').whereNull('submission_id');
+    return this.app.db('transactions')
+      .where({ network, status: 'pending' })
+      .whereNotNull('call_hex')
+      .whereNull('submission_id')
+      .where((q) => q.whereNull('submit_after').orWhere('submit_after', '<=', this.app.db.fn.now()));
   }
 
   /** Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. */
@@ -132,6 +137,7 @@ export class RelayerSubmitter {
   }
 
   private async rounds(network: Network): Promise<void> {
+    await ensureChainIdentity(this.app, network, (await this.anchors.genesisHash(network)).toString('hex'));
     const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
     for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });
     const out = new Set<Promise<void>>();
@@ -161,21 +167,28 @@ export class RelayerSubmitter {
     if (failures.length) throw failures[0];
   }
 
-  /** Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. */
+  /**
+   * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
+   * chain is the truth for the nonce: the relayer's next index (its pool counted) or, past it, the next after
+   * this relayer's own extrinsics still on their way; never a number remembered from before (a restored
+   * backup, a chain started afresh, a relayer used by something else would all make it wrong).
+   */
   private async signBatch(network: Network, transactionIds: string[]): Promise<SubmissionRow | undefined> {
     const { db } = this.app;
     const relayer = this.anchors.relayerAddress(network);
+    const genesis = (await this.anchors.genesisHash(network)).toString('hex');
     const chainNonce = await this.anchors.nextRelayerNonce(network);
     return db.transaction(async (trx) => {
       const items = await trx('transactions').whereIn('id', transactionIds).where({ status: 'pending' }).whereNull('submission_id').forUpdate().orderBy('created_at').select('id', 'call_hex', 'steps', 'signings');
       if (!items.length) return undefined;
       await trx.raw(`INSERT INTO relayer_nonces (network, address, next_nonce) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [network, relayer, chainNonce]);
-      const nonceRow = await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
-      const nonce = Math.max(Number(nonceRow.next_nonce), chainNonce);
+      await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
+      const inFlight = await trx('chain_submissions').where({ network, relayer, status: 'signed', genesis_hash: genesis }).max<{ nonce: string | null }>('nonce as nonce').first();
+      const nonce = Math.max(chainNonce, inFlight?.nonce === null || inFlight?.nonce === undefined ? 0 : Number(inFlight.nonce) + 1);
       const signed = await this.anchors.signBatch(network, items.map((i) => i.call_hex), nonce);
       await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
       const [row] = await trx('chain_submissions')
-        .insert({ network, relayer, nonce, extrinsic_hex: signed.hex, tx_hash: signed.hash, signed_at_block: signed.signedAtBlock, items: items.length })
+        .insert({ network, relayer, nonce, genesis_hash: genesis, extrinsic_hex: signed.hex, tx_hash: signed.hash, signed_at_block: signed.signedAtBlock, items: items.length })
         .returning('*');
       for (const [index, item] of items.entries()) {
         await updateTransaction(trx, item.id, {
@@ -194,8 +207,10 @@ export class RelayerSubmitter {
   }
 
   /**
-   * Gets a stored batch into a block: looks for it on chain first when it may have been sent before,
-   * else sends it. Refused and expired unincluded: its items go back to be batched again (once) or fail.
+   * Gets a stored batch into a block: looks for it on chain first when it may have been sent before, else
+   * sends it. What the node refuses is the relayer's envelope (nonce, era, fees, pool), never the calls
+   * inside: once the bytes are not in a block and cannot be (refused by the pool, era over, nonce taken),
+   * its calls go out again in a new batch (see `requeue`). Bytes the pool may still hold are looked for later.
    */
   private async send(submission: SubmissionRow, { checkChainFirst }: { checkChainFirst: boolean }): Promise<void> {
     const { network } = submission;
@@ -204,24 +219,19 @@ export class RelayerSubmitter {
       try {
         inclusion = await this.anchors.submit(network, submission.extrinsicHex);
       } catch (err) {
-        if (!(err instanceof SubmissionRejected)) {
-          // the node went away, or did not answer in time: the bytes may be in a block; the job retries later
-          inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
-          if (!inclusion) throw err;
-        } else {
-          // Read the chain's height and the relayer's nonce first, then look for the bytes: if they are not in
-          // a block now, a height past the era or a nonce past ours means they never will be.
-          const best = await this.anchors.bestBlockNumber(network);
-          const chainNonce = await this.anchors.onChainNonce(network);
-          inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
-          if (!inclusion) {
-            if (best >= submission.signedAtBlock + ERA_PERIOD) return this.abandon(submission, 'expired', `its era ended unincluded (${err.message})`);
-            if (chainNonce > submission.nonce) return this.abandon(submission, 'expired', `its nonce went to another extrinsic (${err.message})`, { nonceUsed: true });
-            // Sent before (by this process or one that died), the bytes may still wait in the node's pool, which
-            // refuses them again as a duplicate: they will be included or expire. Look again later.
-            if (checkChainFirst) throw new Error(`batch ${submission.id} refused on resend (${err.message}); it may still be pending`);
-            return this.abandon(submission, 'rejected', err.message);
-          }
+        // Read the chain's height and the relayer's nonce first, then look for the bytes: if they are not in
+        // a block now, a height past the era or a nonce past ours means they never will be.
+        const best = await this.anchors.bestBlockNumber(network);
+        const chainNonce = await this.anchors.onChainNonce(network);
+        inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
+        if (!inclusion) {
+          const reason = (err as Error).message;
+          if (best >= submission.signedAtBlock + ERA_PERIOD) return this.requeue(submission, 'expired', `its era ended unincluded (${reason})`);
+          if (chainNonce > submission.nonce) return this.requeue(submission, 'expired', `its nonce went to another extrinsic (${reason})`, { nonceUsed: true });
+          // refused, and not held by the pool: the bytes can only land if sent again, and they will not be
+          if (err instanceof SubmissionRejected && !err.poolHasIt) return this.requeue(submission, 'rejected', reason);
+          // the connection went, or the pool holds the bytes: they may land yet; the job looks again later
+          throw err;
         }
       }
     }
@@ -271,9 +281,14 @@ export class RelayerSubmitter {
     this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
   }
 
-  /** The batch can never be included: hand its nonce back and send its items on, or fail them. */
-  private async abandon(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string, { nonceUsed = false } = {}): Promise<void> {
+  /**
+   * The batch can never be included: hand its nonce back if unused, and send its calls out again in a new
+   * batch, signed afresh with the chain's nonce and a new era, after a backoff (none after an expiry), for
+   * as long as CHAIN_GIVE_UP_AFTER allows since confirm; past that, fail them (refunded).
+   */
+  private async requeue(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string, { nonceUsed = false } = {}): Promise<void> {
     const touched: string[] = [];
+    const giveUpAfter = this.app.config.chainGiveUpAfterSeconds;
     const deliveries = await this.app.db.transaction(async (trx) => {
       await trx('chain_submissions').where({ id: submission.id }).update({ status, updated_at: trx.fn.now() });
       // an unused nonce goes back, so later batches are not stuck behind a gap
@@ -286,11 +301,12 @@ export class RelayerSubmitter {
       const out: (string | null)[] = [];
       for (const item of await this.items(trx, submission.id)) {
         touched.push(item.id);
-        if (status === 'expired' && Number(item.signings) < MAX_SIGNINGS) {
-          await detach(trx, item.id);
+        if (Date.now() - new Date(item.created_at).getTime() < giveUpAfter * 1000) {
+          const backoff = status === 'expired' ? 0 : Math.min(MAX_RESEND_BACKOFF_S, 2 ** Math.max(0, Number(item.signings) - 1));
+          await detach(trx, item.id, backoff);
         } else {
           const code = status === 'expired' ? 'chain.expired' : 'chain.submission_rejected';
-          out.push(await failWithin(trx, this.app, item.id, code, `The chain refused the transaction: ${reason}`));
+          out.push(await failWithin(trx, this.app, item.id, code, `The chain did not take the transaction within ${giveUpAfter} s: ${reason}`));
         }
       }
       return out;
@@ -298,11 +314,11 @@ export class RelayerSubmitter {
     this.announce(touched);
     for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
     await publishTransactionUpdates(this.app, touched);
-    this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch abandoned');
+    this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch not taken: its calls go out again');
   }
 
   private items(trx: Knex.Transaction, submissionId: string) {
-    return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index');
+    return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
   }
 
   /**
@@ -322,7 +338,13 @@ export class RelayerSubmitter {
   }
 }
 
-/** Takes a call out of its batch so the next round carries it (it never ran, or its batch expired). */
-async function detach(trx: Knex.Transaction, transactionId: string): Promise<void> {
-  await updateTransaction(trx, transactionId, { status: 'pending', submission_id: null, batch_index: null, tx_hash: null });
+/** Takes a call out of its batch so a later round carries it, `afterSeconds` from now at the earliest. */
+async function detach(trx: Knex.Transaction, transactionId: string, afterSeconds = 0): Promise<void> {
+  await updateTransaction(trx, transactionId, {
+    status: 'pending',
+    submission_id: null,
+    batch_index: null,
+    tx_hash: null,
+    submit_after: afterSeconds ? trx.raw(`now() + make_interval(secs => ?)`, [afterSeconds]) : null,
+  });
 }

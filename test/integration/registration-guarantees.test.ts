@@ -168,7 +168,8 @@ describe('registration guarantees', function () {
       // prepare and confirm as usual; the chain worker's relayer has no funds, so the pool refuses the extrinsic
       const prefix = `${app.context.config.redis.prefix}_refused`;
       const funded = configWith({ REDIS_PREFIX: prefix });
-      const broke = configWith({ REDIS_PREFIX: prefix, RELAYER_SEED_TESTNET: '//NobodyFundedThis' });
+      // a relayer that cannot pay is in the way, not the call: sent again until CHAIN_GIVE_UP_AFTER, then refunded
+      const broke = configWith({ REDIS_PREFIX: prefix, RELAYER_SEED_TESTNET: '//NobodyFundedThis', CHAIN_GIVE_UP_AFTER: '4' });
       const webApp = await startApp(funded);
       const preparer = await startTestWorkers(funded, ['prepare']);
       const chainWorkers = await startTestWorkers(broke, ['chain', 'webhooks']);

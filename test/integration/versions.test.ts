@@ -184,7 +184,8 @@ describe('new versions of a registered work', function () {
     const prefix = `versions_refused_${Date.now()}`;
     const web = await startApp(configWith({ REDIS_PREFIX: prefix }));
     const preparer = await startTestWorkers(configWith({ REDIS_PREFIX: prefix }), ['prepare', 'webhooks']);
-    const broke = await startTestWorkers(configWith({ REDIS_PREFIX: prefix, RELAYER_SEED_TESTNET: '//NobodyFundedThisEither' }), ['chain']);
+    // sent again until CHAIN_GIVE_UP_AFTER (the relayer, not the call, is in the way), then refunded
+    const broke = await startTestWorkers(configWith({ REDIS_PREFIX: prefix, RELAYER_SEED_TESTNET: '//NobodyFundedThisEither', CHAIN_GIVE_UP_AFTER: '4' }), ['chain']);
     try {
       const balance = async () => Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance);
       const before = await balance();

@@ -1,0 +1,38 @@
+import type { Knex } from 'knex';
+
+/**
+ * The chain a network's state belongs to. `chain_genesis` records the genesis hash the database's
+ * submissions were made on: a node of another chain (a local chain started afresh, a misconfigured URL) is
+ * then detected instead of refusing every payment. A submission carries its chain's genesis, and a live
+ * nonce is unique per chain. `transactions.submit_after` spaces out the re-sending of a call after refusals
+ * that were not its own.
+ */
+export async function up(knex: Knex): Promise<void> {
+  await knex.schema.createTable('chain_genesis', (t) => {
+    t.text('network').primary();
+    t.text('genesis_hash').notNullable();
+    t.timestamp('recorded_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+  });
+  await knex.schema.alterTable('chain_submissions', (t) => {
+    t.text('genesis_hash');
+  });
+  await knex.raw('DROP INDEX chain_submissions_live_nonce');
+  await knex.raw(
+    `CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, coalesce(genesis_hash, ''), nonce) WHERE status NOT IN ('expired', 'rejected')`,
+  );
+  await knex.schema.alterTable('transactions', (t) => {
+    t.timestamp('submit_after', { useTz: true });
+  });
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('transactions', (t) => {
+    t.dropColumn('submit_after');
+  });
+  await knex.raw('DROP INDEX chain_submissions_live_nonce');
+  await knex.raw(`CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status NOT IN ('expired', 'rejected')`);
+  await knex.schema.alterTable('chain_submissions', (t) => {
+    t.dropColumn('genesis_hash');
+  });
+  await knex.schema.dropTable('chain_genesis');
+}

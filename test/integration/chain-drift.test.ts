@@ -1,0 +1,125 @@
+import { expect } from 'chai';
+import { ApiPromise, WsProvider } from '@polkadot/api';
+import { Keyring } from '@polkadot/keyring';
+import { eventually, logLines, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers, useStack } from '../helpers/workers';
+import { register, settled } from '../helpers/registration';
+import { configWith, testServices } from '../helpers/services';
+import { AnchorService } from '../../shared/chain/anchors';
+import { advanceTransaction } from '../../shared/transactions/pipeline';
+import { RelayerSubmitter } from '../../shared/transactions/submitter';
+import type { Network } from '../../shared/config';
+
+/** Fault injection: the worker dies after signing and storing the batch, before its bytes reach the node. */
+class DiesBeforeSending extends AnchorService {
+  override async submit(_network: Network, _hex: string): Promise<never> {
+    throw new Error('worker died before sending');
+  }
+}
+
+/**
+ * The chain's nonce is the truth (issue 17): a relayer nonce taken from outside, a database whose memory of
+ * the relayer is wrong, or a node of another chain never fail a paid registration.
+ */
+describe('the relayer against a chain that is not as the database remembers it', function () {
+  this.timeout(240_000);
+  const prefix = `drift_${Date.now()}`;
+  const stack = useStack({ env: { REDIS_PREFIX: prefix }, queues: ['prepare'] }); // chain workers are started per test
+  let app: TestApp;
+  let api: ApiPromise;
+  before(async () => {
+    app = stack.app;
+    api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true });
+  });
+  after(() => api.disconnect());
+
+  const relayer = () => new Keyring({ type: 'sr25519' }).addFromUri(testServices().env.RELAYER_SEED_TESTNET!);
+  const debitsAndRefunds = async (org: string) => (await app.context.db('credit_ledger').where({ organization_id: org }).whereNot({ kind: 'grant' }).orderBy('id')).map((e) => e.kind);
+
+  it('a nonce taken by another sender between signing and sending: the pool refuses, the call is signed again and lands once', async () => {
+    const org = await createOrg(app.context, 1000);
+    const key = await createKey(app.context, org);
+    const r = await register(app.url, key.token);
+    const txId = r.confirm.body.transaction_id as string;
+    const dying = new DiesBeforeSending(app.context.chains);
+    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch(() => undefined);
+    const first = await app.context.db('chain_submissions').where({ id: (await app.context.db('transactions').where({ id: txId }).first()).submission_id }).first();
+    expect(first.status).to.equal('signed');
+
+    // something else uses the relayer's account with that very nonce, and gets into a block first
+    await new Promise<void>((resolve, reject) => {
+      void api.tx.system
+        .remark('0x6f7574736964652073656e646572')
+        .signAndSend(relayer(), { nonce: Number(first.nonce) }, ({ status }) => (status.isInBlock ? resolve() : undefined))
+        .catch(reject);
+    });
+
+    const anchors = new AnchorService(app.context.chains);
+    const done = await advanceTransaction({ app: app.context, anchors, submitter: new RelayerSubmitter(app.context, anchors) }, txId);
+    expect(done.status).to.equal('finalized');
+    expect((await app.context.db('chain_submissions').where({ id: first.id }).first()).status).to.equal('expired');
+    const row = await app.context.db('transactions').where({ id: txId }).first();
+    expect(Number((await app.context.db('chain_submissions').where({ id: row.submission_id }).first()).nonce)).to.be.greaterThan(Number(first.nonce));
+    expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
+  });
+
+  it('a remembered nonce far ahead of the chain (a restored backup, a chain started afresh) is not used: registrations land', async () => {
+    const relayerAddress = relayer().address;
+    const chainNonce = (await api.rpc.system.accountNextIndex(relayerAddress)).toNumber();
+    await app.context.db('relayer_nonces').where({ network: 'testnet', address: relayerAddress }).update({ next_nonce: chainNonce + 51 });
+    // and a batch left "signed" at a nonce the chain has not reached: the pool refuses it as from the future
+    const anchors = new AnchorService(app.context.chains);
+    const stale = await anchors.signBatch('testnet', [api.tx.system.remarkWithEvent('0x00').method.toHex()], chainNonce + 50);
+    const genesis = (await anchors.genesisHash('testnet')).toString('hex');
+    await app.context.db('chain_submissions').insert({ network: 'testnet', relayer: relayerAddress, nonce: chainNonce + 50, genesis_hash: genesis, extrinsic_hex: stale.hex, tx_hash: stale.hash, signed_at_block: stale.signedAtBlock, items: 0 });
+
+    const workers = await startTestWorkers(stack.config, ['chain']);
+    try {
+      const org = await createOrg(app.context, 1000);
+      const key = await createKey(app.context, org);
+      const txs = await Promise.all([1, 2, 3].map(async () => (await register(app.url, key.token)).confirm.body.transaction_id as string));
+      for (const id of txs) expect((await settled(app.context, id)).status).to.equal('finalized');
+      expect(await debitsAndRefunds(org)).to.deep.equal(['debit', 'debit', 'debit']);
+      expect((await app.context.db('chain_submissions').where({ tx_hash: stale.hash }).first()).status).to.equal('rejected');
+    } finally {
+      await workers.stop();
+    }
+  });
+
+  it('a node of another chain: nothing is submitted or refunded; in development the old chain is forgotten and the work lands', async () => {
+    const org = await createOrg(app.context, 1000);
+    const key = await createKey(app.context, org);
+    // the database's chain state belongs to a chain the node does not serve
+    const real = (await new AnchorService(app.context.chains).genesisHash('testnet')).toString('hex');
+    const other = 'ab'.repeat(32);
+    await app.context.db.raw('INSERT INTO chain_genesis (network, genesis_hash) VALUES (?, ?) ON CONFLICT (network) DO UPDATE SET genesis_hash = EXCLUDED.genesis_hash', ['testnet', other]);
+    const strict = await startTestWorkers(stack.config, ['chain']);
+    let txId: string;
+    try {
+      txId = (await register(app.url, key.token)).confirm.body.transaction_id as string;
+      await eventually(async () => (logLines.some((l) => l.includes(`this database's submissions were made on ${other}`)) ? true : undefined), 'the refusal to submit, logged');
+      const row = await app.context.db('transactions').where({ id: txId }).first();
+      expect(row.status).to.equal('pending');
+      expect(row.submission_id).to.equal(null);
+      expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
+    } finally {
+      await strict.stop();
+    }
+    const forgiving = await startTestWorkers(configWith({ REDIS_PREFIX: prefix, CHAIN_FORGET_ON_NEW_GENESIS: 'true' }), ['chain']);
+    try {
+      // the job retries on its own schedule; the reconciler would re-enqueue it too: here, enqueue at once
+      await app.context.queues.chain.add('transaction', { transactionId: txId }, { jobId: `${txId}-again` });
+      expect((await settled(app.context, txId)).status).to.equal('finalized');
+      expect((await app.context.db('chain_genesis').where({ network: 'testnet' }).first()).genesis_hash).to.equal(real);
+      expect(logLines.some((l) => l.includes('chain started afresh'))).to.equal(true);
+      expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
+    } finally {
+      await forgiving.stop();
+    }
+  });
+
+  it('CHAIN_FORGET_ON_NEW_GENESIS is refused in production', () => {
+    expect(() => configWith({ NODE_ENV: 'production', CHAIN_FORGET_ON_NEW_GENESIS: 'true' })).to.throw(/CHAIN_FORGET_ON_NEW_GENESIS must not be set in production/);
+  });
+});

@@ -2,10 +2,11 @@ import type { Knex } from 'knex';
 
 /**
  * The chain a network's state belongs to. `chain_genesis` records the genesis hash the database's
- * submissions were made on: a node of another chain (a local chain started afresh, a misconfigured URL) is
- * then detected instead of refusing every payment. A submission carries its chain's genesis, and a live
- * nonce is unique per chain. `transactions.submit_after` spaces out the re-sending of a call after refusals
- * that were not its own.
+ * submissions were made on, and each submission its chain's genesis: a node of another chain (a local chain
+ * started afresh, a misconfigured URL) is then detected (chain-identity.ts) instead of refusing every
+ * payment. A nonce is unique among the extrinsics still on their way only (signed, in a block not yet
+ * final): a finalized one is history, and a chain started afresh uses its nonces again.
+ * `transactions.submit_after` spaces out the re-sending of a call after refusals that were not its own.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('chain_genesis', (t) => {
@@ -18,7 +19,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw('DROP INDEX chain_submissions_live_nonce');
   await knex.raw(
-    `CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, coalesce(genesis_hash, ''), nonce) WHERE status NOT IN ('expired', 'rejected')`,
+    `CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status IN ('signed', 'in_block')`,
   );
   await knex.schema.alterTable('transactions', (t) => {
     t.timestamp('submit_after', { useTz: true });

@@ -204,6 +204,13 @@ export class AnchorService {
     return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: header.number.toNumber() };
   }
 
+  /** The canonical block's hash at a height, or undefined past the best block. */
+  async blockHashAt(network: Network, height: number): Promise<string | undefined> {
+    const api = await this.chains.api(network);
+    if (height > (await api.rpc.chain.getHeader()).number.toNumber()) return undefined;
+    return (await api.rpc.chain.getBlockHash(height)).toHex();
+  }
+
   async bestBlockNumber(network: Network): Promise<number> {
     const api = await this.chains.api(network);
     return (await api.rpc.chain.getHeader()).number.toNumber();

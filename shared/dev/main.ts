@@ -11,23 +11,23 @@ import { startEmbedded } from '../embedded';
 import { startWeb } from '../../web/main';
 import { startJobs } from '../../jobs/main';
 
-export const DATA_DIR = path.resolve(__dirname, '../../.data');
-export const DEV_ENV_FILE = path.join(DATA_DIR, 'dev.env');
-
 async function main(): Promise<void> {
   const env = processEnv();
   const dev = loadDevOptions(env);
+  const DATA_DIR = dev.dataDir ? path.resolve(dev.dataDir) : path.resolve(__dirname, '../../.data');
+  const DEV_ENV_FILE = path.join(DATA_DIR, 'dev.env');
   const say = (message: string) => process.stdout.write(`[dev] ${message}\n`);
   say('starting dependencies…');
   const embedded = await startEmbedded(env, {
     dataDir: DATA_DIR,
-    databaseName: 'works_dev',
+    databaseName: dev.database,
     blocks: dev.blockTimeMs,
     webBaseUrl: `http://127.0.0.1:${dev.port}`,
     onStep: say,
   });
   // Receivers on this machine or its network are normal in development: no SSRF refusal (WEBHOOK_ALLOW_PRIVATE).
-  const devEnv: Env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...embedded.env };
+  // The embedded chain starts afresh each time: its chain state in the database is forgotten when it differs.
+  const devEnv: Env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...(embedded.chains.length ? { CHAIN_FORGET_ON_NEW_GENESIS: 'true' } : {}), ...embedded.env };
   const merged: Env = { NODE_ENV: 'development', ...devEnv, ...env };
   await fs.writeFile(DEV_ENV_FILE, Object.entries(devEnv).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
 

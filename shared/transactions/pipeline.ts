@@ -39,17 +39,17 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
   if (!tx) throw new Error(`transaction ${transactionId} does not exist`);
   if (tx.status === 'finalized' || tx.status === 'failed') return tx;
 
-  if (!tx.callHex) {
-    tx = await step(app, tx, 'preparing_transaction');
-    tx = await allocateVersion(app, tx);
-    tx = await step(app, tx, 'signing');
-    tx = await prepareCall(deps, tx);
-  }
-
   // The submitter carries the call in its next batch; this job waits for its own call only, not for the rounds
   // that carry later ones. When another process holds the relayer's submitter, its progress shows in the database.
   const deadline = Date.now() + SUBMITTER_WAIT_MS;
   while (tx.status === 'pending' || tx.status === 'submitted') {
+    // built once, kept; built again only when a chain started afresh made it worthless (chain-identity.ts)
+    if (!tx.callHex) {
+      tx = await step(app, tx, 'preparing_transaction');
+      tx = await allocateVersion(app, tx);
+      tx = await step(app, tx, 'signing');
+      tx = await prepareCall(deps, tx);
+    }
     const done = new AbortController();
     try {
       await Promise.race([submitter.drain(tx.network), submitter.moved(tx.id, SUBMITTER_WAIT_MS, done.signal)]);

@@ -137,7 +137,10 @@ export class RelayerSubmitter {
   }
 
   private async rounds(network: Network): Promise<void> {
-    await ensureChainIdentity(this.app, network, (await this.anchors.genesisHash(network)).toString('hex'));
+    await ensureChainIdentity(this.app, network, {
+      genesis: (await this.anchors.genesisHash(network)).toString('hex'),
+      blockHashAt: (height) => this.anchors.blockHashAt(network, height),
+    });
     const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
     for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });
     const out = new Set<Promise<void>>();

@@ -1,0 +1,108 @@
+import path from 'node:path';
+import os from 'node:os';
+import { promises as fs } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'chai';
+import { call, eventually, testLogger } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { register } from '../helpers/registration';
+import { testServices } from '../helpers/services';
+import { loadConfig, parseEnvFile, type Env } from '../../shared/config';
+import { createContext, closeContext } from '../../shared/context';
+import { createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
+import { freePort } from '../../shared/embedded/net';
+
+/**
+ * `npm run dev` stopped with Ctrl-C and started again (issue 17): the embedded chain starts afresh while the
+ * database keeps the relayer's submissions, and registrations still land. The real runner, as a child
+ * process, on a data directory, database and Redis prefix of its own.
+ */
+describe('npm run dev, stopped and started again', function () {
+  this.timeout(300_000);
+  const root = path.resolve(__dirname, '../..');
+  let dataDir: string;
+  let env: Env;
+  let serverUrl: string;
+  const database = `works_devrestart_${Date.now().toString(36)}`;
+
+  before(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'works-dev-'));
+    const outer = new URL(testServices().env.DATABASE_URL!);
+    outer.pathname = '';
+    serverUrl = outer.toString().replace(/\/$/, '');
+    env = {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? os.tmpdir(),
+      DATABASE_URL: await createDatabaseIfMissing(serverUrl, database),
+      REDIS_URL: testServices().env.REDIS_URL!,
+      REDIS_PREFIX: `devrestart_${Date.now()}`,
+      DEV_DATA_DIR: dataDir,
+      DEV_BLOCK_TIME_MS: '300',
+      PORT: String(await freePort()),
+      LOG_LEVEL: 'warn',
+    };
+  });
+  after(async () => {
+    await dropDatabase(serverUrl, database).catch(() => undefined);
+    if (process.env.KEEP_DEV_LOG) process.stdout.write(`runner log: ${dataDir}/runner.log\n`);
+    else await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** Starts the runner; resolves with its base URL once it says it is up. */
+  async function startDev(): Promise<{ child: ChildProcess; url: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/dev/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        void fs.appendFile(path.join(dataDir, 'runner.log'), chunk);
+        const up = /works-api is up at (http:\/\/\S+)/.exec(output);
+        if (up) resolve(up[1]!);
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`npm run dev exited ${code}: ${output.slice(-2000)}`)));
+    });
+    return { child, url };
+  }
+
+  async function stopDev(child: ChildProcess): Promise<void> {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGINT');
+    await exited;
+  }
+
+  it('registers before and after the restart; nothing is refunded', async () => {
+    const first = await startDev();
+    const config = loadConfig({ ...parseEnvFile(await fs.readFile(path.join(dataDir, 'dev.env'), 'utf8')), ...env, NODE_ENV: 'development' });
+    const ctx = createContext(config, testLogger(), 'web');
+    try {
+      const org = await createOrg(ctx, 10_000);
+      const key = await createKey(ctx, org);
+      const finalized = (url: string, txId: string) =>
+        eventually(async () => {
+          const status = await call(url, 'GET', `/v1/transactions/${txId}`, { token: key.token });
+          if (status.body.status === 'failed') throw new Error(`failed: ${JSON.stringify(status.body.result)}`);
+          return status.body.status === 'finalized' ? status.body : undefined;
+        }, `transaction ${txId} to finalize`, 120_000);
+
+      // enough traffic that the relayer's nonce moves on, then Ctrl-C
+      const before = await Promise.all([1, 2, 3].map(async () => (await register(first.url, key.token)).confirm.body.transaction_id as string));
+      for (const id of before) await finalized(first.url, id);
+      await stopDev(first.child);
+
+      const second = await startDev();
+      try {
+        const after = await Promise.all([1, 2, 3].map(async () => (await register(second.url, key.token)).confirm.body.transaction_id as string));
+        for (const id of after) await finalized(second.url, id);
+      } finally {
+        await stopDev(second.child);
+      }
+      const ledger = await ctx.db('credit_ledger').where({ organization_id: org }).pluck('kind');
+      expect(ledger.filter((k) => k === 'debit')).to.have.length(6);
+      expect(ledger.filter((k) => k === 'refund')).to.have.length(0);
+    } finally {
+      await closeContext(ctx);
+    }
+  });
+});

@@ -15,6 +15,14 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
   const context = createContext(config, log.child({ process: 'worker' }), 'worker');
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const running = startWorkers(context, queues, PROCESSORS);
+  // a node away at start is waited for (the connection retries); say so, and say when it is reached
+  for (const { network } of context.chains.networks) {
+    const health = await context.chains.health(network);
+    if (!health.ready) {
+      context.log.warn({ network, error: health.error }, `not ready: the ${network} node is unreachable; waiting for it`);
+      void context.chains.whenReady(network).then(() => context.log.info({ network }, `the ${network} node is reachable: ready`), () => undefined);
+    }
+  }
   if (queues.includes('maintenance')) {
     await scheduleMaintenance(context);
     // Redis may come back empty (a restart without persistence, a flush): put the schedules back each time.

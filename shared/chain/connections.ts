@@ -11,8 +11,10 @@ export interface ChainHealth {
 }
 
 /**
- * Owns one connection per configured network for the life of the process. The provider reconnects
- * on its own with backoff; nothing outside shared/chain sees an ApiPromise.
+ * Owns one connection per configured network for the life of the process. The provider reconnects on its
+ * own (every 2 s) for as long as the node is away, including a node that was away when the process started;
+ * nothing outside shared/chain sees an ApiPromise. A node that is away is an ordinary event: no error of the
+ * socket, the provider or the API may reach no handler (a worker would die of it).
  */
 export class ChainConnections {
   private readonly apis = new Map<Network, { api: ApiPromise; provider: WsProvider; ready: boolean }>();
@@ -24,6 +26,9 @@ export class ChainConnections {
       const entry = { api, provider, ready: false };
       api.on('ready', () => (entry.ready = true));
       api.on('error', () => undefined);
+      provider.on('error', () => undefined);
+      // rejects (with the socket's ErrorEvent) when the first connection fails: handled here, waited on below
+      api.isReadyOrError.catch(() => undefined);
       this.apis.set(net.network, entry);
     }
   }
@@ -32,12 +37,22 @@ export class ChainConnections {
     return this.apis.has(network);
   }
 
-  /** The connected API once ready; waits (bounded) while the node is unreachable. */
+  /**
+   * The connected API once ready; waits (bounded) while the node is unreachable. `isReady` resolves whenever
+   * the first connection succeeds, however late (`isReadyOrError` stays rejected after a failed first one).
+   */
   async api(network: Network, timeoutMs = 30_000): Promise<ApiPromise> {
     const entry = this.apis.get(network);
     if (!entry) throw new Error(`network ${network} is not configured`);
-    await withTimeout(entry.api.isReadyOrError, timeoutMs, `chain ${network} not ready`);
+    if (!entry.ready) await withTimeout(entry.api.isReady, timeoutMs, `chain ${network} not ready (the node is unreachable)`);
     return entry.api;
+  }
+
+  /** Resolves once the network's node has been reached (at once when it already has). */
+  whenReady(network: Network): Promise<void> {
+    const entry = this.apis.get(network);
+    if (!entry) return Promise.reject(new Error(`network ${network} is not configured`));
+    return entry.api.isReady.then(() => undefined);
   }
 
   async health(network: Network, timeoutMs = 3000): Promise<ChainHealth> {

@@ -16,24 +16,24 @@ export interface ChainProbe {
 const RECHECK_MS = 60_000;
 
 /** Per database (a process may hold several in tests), when each network's chain was last found as known. */
-const known = new WeakMap<object, Map<Network, { genesis: string; at: number }>>();
+const known = new WeakMap<object, Map<string, { genesis: string; at: number }>>();
 
 /**
  * Makes sure the node of `network` serves the chain this database's chain state belongs to, before anything
  * is signed for it: the recorded genesis (the first one seen is recorded), and the block of the last batch
- * this database saw finalized still at its height (a local chain started afresh from the same spec has the
+ * of this relayer this database saw finalized still at its height (a local chain started afresh from the same spec has the
  * same genesis, but not that block). Another chain stops submission with a clear error (the transactions
  * wait, nothing is refunded), except in development with CHAIN_FORGET_ON_NEW_GENESIS (`npm run dev`), where
  * the state of the old chain is forgotten and every unfinished transaction starts its way again.
  */
-export async function ensureChainIdentity(app: Pick<AppContext, 'db' | 'log' | 'config'>, network: Network, probe: ChainProbe): Promise<void> {
-  const seen = known.get(app.db) ?? new Map<Network, { genesis: string; at: number }>();
+export async function ensureChainIdentity(app: Pick<AppContext, 'db' | 'log' | 'config'>, network: Network, relayer: string, probe: ChainProbe): Promise<void> {
+  const seen = known.get(app.db) ?? new Map<string, { genesis: string; at: number }>();
   known.set(app.db, seen);
-  const last = seen.get(network);
+  const last = seen.get(`${network}:${relayer}`);
   if (last && last.genesis === probe.genesis && Date.now() - last.at < RECHECK_MS) return;
   await app.db.raw('INSERT INTO chain_genesis (network, genesis_hash) VALUES (?, ?) ON CONFLICT (network) DO NOTHING', [network, probe.genesis]);
   const recorded = (await app.db('chain_genesis').where({ network }).first('genesis_hash')).genesis_hash as string;
-  const anchor = await app.db('chain_submissions').where({ network, status: 'finalized' }).orderBy('block_number', 'desc').first('block_number', 'block_hash');
+  const anchor = await app.db('chain_submissions').where({ network, relayer, status: 'finalized' }).orderBy('block_number', 'desc').first('block_number', 'block_hash');
   const problem =
     recorded !== probe.genesis
       ? `serves the chain with genesis ${probe.genesis}, but this database's submissions were made on ${recorded}`
@@ -48,7 +48,7 @@ export async function ensureChainIdentity(app: Pick<AppContext, 'db' | 'log' | '
     }
     await forgetChain(app, network, problem, probe.genesis);
   }
-  seen.set(network, { genesis: probe.genesis, at: Date.now() });
+  seen.set(`${network}:${relayer}`, { genesis: probe.genesis, at: Date.now() });
 }
 
 async function forgetChain(app: Pick<AppContext, 'db' | 'log'>, network: Network, problem: string, genesis: string): Promise<void> {

@@ -137,7 +137,7 @@ export class RelayerSubmitter {
   }
 
   private async rounds(network: Network): Promise<void> {
-    await ensureChainIdentity(this.app, network, {
+    await ensureChainIdentity(this.app, network, this.anchors.relayerAddress(network), {
       genesis: (await this.anchors.genesisHash(network)).toString('hex'),
       blockHashAt: (height) => this.anchors.blockHashAt(network, height),
     });

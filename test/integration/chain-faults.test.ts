@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ApiPromise, WsProvider } from '@polkadot/api';
@@ -177,6 +178,61 @@ describe('chain work under faults', function () {
       chain = await start(true);
       await expectExactlyOnce(app.context, api, org, ids, fromBlock);
       expect((await call(app.url, 'GET', '/readyz')).status).to.equal(200);
+    });
+  });
+  describe('a worker process started while the node is away', () => {
+    const relayerSeed = '//LateNodeRelayer';
+    let chain: Awaited<ReturnType<typeof startLocalChain>>;
+    let port: number;
+    let dbFile: string;
+    let app: TestApp;
+    let preparer: TestWorkers;
+    let env: Env;
+    const start = async (resume: boolean) => startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
+
+    before(async () => {
+      port = await freePort();
+      dbFile = path.join(testServices().dataDir, `late-node-${Date.now()}.sqlite`);
+      chain = await start(false);
+      env = { REDIS_PREFIX: `late_node_${Date.now()}`, CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: relayerSeed };
+      app = await startApp(configWith(env));
+      preparer = await startTestWorkers(configWith(env), ['prepare']);
+    });
+    after(async () => {
+      await preparer.stop();
+      await app.close();
+      await chain.stop();
+    });
+
+    it('does not die of it, says it is not ready, and serves once the node is back', async () => {
+      const org = await createOrg(app.context, 10_000);
+      const key = await createKey(app.context, org);
+      const txId = (await register(app.url, key.token)).confirm.body.transaction_id as string;
+      await chain.stop();
+
+      const logFile = path.join(testServices().dataDir, `late-node-worker-${Date.now()}.log`);
+      const fd = fs.openSync(logFile, 'w');
+      const worker = spawnWorker({ ...testServices().env, ...env, WORKER_QUEUES: 'chain', LOG_LEVEL: 'info' }, [], fd);
+      let exited = false;
+      void worker.exited.then(() => (exited = true));
+      try {
+        const log = () => fs.readFileSync(logFile, 'utf8');
+        await eventually(async () => (log().includes('not ready: the testnet node is unreachable') ? true : undefined), 'the worker to say it is not ready', 60_000);
+        // the outage itself, 6 s past that (three failed reconnections, one every 2 s): its length, not a wait for something
+        await new Promise((r) => setTimeout(r, 6000));
+        expect(exited, 'the worker is still running while the node is away').to.equal(false);
+
+        chain = await start(true);
+        await eventually(async () => ((await app.context.db('transactions').where({ id: txId }).first()).status === 'finalized' ? true : undefined), 'the transaction to finalize', 120_000);
+        expect(log()).to.include('the testnet node is reachable: ready');
+        expect(exited).to.equal(false);
+        expect(log()).to.not.match(/UnhandledPromiseRejection|ERR_UNHANDLED_REJECTION/);
+      } finally {
+        worker.kill('SIGTERM');
+        const how = await worker.exited;
+        fs.closeSync(fd);
+        expect(how.code, 'a clean shutdown').to.equal(0);
+      }
     });
   });
 });

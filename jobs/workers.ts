@@ -29,6 +29,12 @@ function concurrencyOf(ctx: AppContext, name: QueueName): number {
   return waits ? concurrency : Math.min(concurrency, ctx.config.workers.concurrency * 4);
 }
 
+/** A queue's stall allowance (queues.ts); the webhooks' follows the retry schedule's steps. */
+export function maxStalledCountOf(ctx: AppContext, name: QueueName): number {
+  const count = QUEUE_DEFINITIONS[name].maxStalledCount;
+  return count === 'schedule' ? ctx.config.webhooks.retrySchedule.length : count;
+}
+
 /** Starts one BullMQ worker per named queue, each with its own blocking connection. */
 export function startWorkers(ctx: AppContext, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
   const connections: Redis[] = [];
@@ -48,9 +54,8 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       // a dead worker's job is found stalled and run again by another within about a lock period
       lockDuration: ctx.config.workers.lockMs,
       stalledInterval: ctx.config.workers.lockMs,
-      // a job whose worker died (or stalled past its lock) is run again, as often as it may be retried: the
-      // processors are safe to rerun at any point, and a job failed for stalling would wait for the reconciler
-      maxStalledCount: Math.max(1, QUEUE_DEFINITIONS[name].defaultJobOptions.attempts ?? 1),
+      // a job whose worker died (or stalled past its lock) is run again, as often as its queue says
+      maxStalledCount: maxStalledCountOf(ctx, name),
       settings: { backoffStrategy: webhookBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });

@@ -9,6 +9,12 @@ export interface QueueDefinition {
   /** Parallel jobs per worker process. */
   readonly concurrency: number;
   /**
+   * How often a job may be found stalled (its worker died, or lost its lock) and run again before BullMQ
+   * fails it. Every processor is safe to rerun at any point, so this is as often as a job may be retried;
+   * `'schedule'`: as many as the webhook retry schedule has steps (a job's attempt count is 1).
+   */
+  readonly maxStalledCount: number | 'schedule';
+  /**
    * The jobs mostly wait on the chain (answers, blocks, finality) and hold no CPU meanwhile: their concurrency
    * is not capped by WORKER_CONCURRENCY.
    */
@@ -27,6 +33,7 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     defaultJobOptions: { attempts: 1, ...keep, removeOnComplete: { age: 3600, count: 1000 } },
     // hashing streams (memory stays flat); the quotes of concurrent prepares go to the chain together
     concurrency: 64,
+    maxStalledCount: 2, // the web waits at most PREPARE_TIMEOUT_MS; one rerun after a stall still answers it
     waits: true,
   },
   chain: {
@@ -34,29 +41,34 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     defaultJobOptions: { attempts: 20, backoff: { type: 'exponential', delay: 2000 }, ...keep },
     // a job waits for its call's block and finality; the relayer's submitter batches whatever jobs made ready
     concurrency: 256,
+    maxStalledCount: 20,
     waits: true,
   },
   webhooks: {
     description: 'Deliver signed events to partner webhook URLs',
     defaultJobOptions: { attempts: 1, ...keep },
     concurrency: 32,
+    maxStalledCount: 'schedule',
   },
   'webhooks-dead': {
     description: 'Dead-lettered webhook deliveries (job id = delivery id): retry one to deliver it again with the full schedule',
     // A dead letter waits in `failed` until retried; the retry re-enqueues the delivery and leaves this queue.
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 30 * 24 * 3600 } },
     concurrency: 4,
+    maxStalledCount: 3,
   },
   maintenance: {
     description: 'Repeatable housekeeping: reconciling unfinished work, pruning old records',
     defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, ...keep },
     concurrency: 1,
+    maxStalledCount: 3,
   },
   certificates: {
     description: 'Render the PDF certificate of each finalized version and store it in S3 (job id certificate-<work>-<version>)',
     // rendering is CPU work: a few at a time; a version missing its certificate is also rendered on download
     defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 5000 }, ...keep },
     concurrency: 2,
+    maxStalledCount: 5,
   },
 };
 

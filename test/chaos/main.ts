@@ -1,8 +1,10 @@
 /**
  * `npm run chaos [-- --registrations N --versions N]`: 200 registrations and 100 versions driven concurrently
  * while worker processes are SIGKILLed and restarted at random, Redis is restarted once (losing everything),
- * the chain node is stopped for 20 s, and the webhook receiver fails half of what it gets. Then it checks,
- * from PostgreSQL, the chain and the receiver, that nothing was lost or done twice, and prints a table.
+ * the chain node is stopped for 20 s, the relayer's next nonce is taken from outside the service twice (the
+ * pool then refuses what the service sent with it), and the webhook receiver fails half of what it gets.
+ * Then it checks, from PostgreSQL, the chain and the receiver, that nothing was lost, done twice or failed
+ * for a passing fault, and that no worker died but of the tool's own SIGKILLs, and prints a table.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -10,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomInt } from 'node:crypto';
 import { ApiPromise, WsProvider } from '@polkadot/api';
+import { Keyring } from '@polkadot/keyring';
 import { startTestServices, stopTestServices, configWith, testServices } from '../helpers/services';
 import { call, startApp, type Reply } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
@@ -79,7 +82,17 @@ async function main(): Promise<number> {
   const workerEnv: Env = { ...testServices().env, ...overrides, LOG_LEVEL: 'info' };
   // every worker's log, for reading after a run: /tmp/works-api-chaos-workers.log
   const workerLog = fs.openSync(path.join(os.tmpdir(), 'works-api-chaos-workers.log'), 'w');
-  const workers: (WorkerProcess | undefined)[] = Array.from({ length: WORKERS }, () => spawnWorker(workerEnv, [], workerLog));
+  /** Workers this tool stopped itself (SIGKILL mid-run, SIGTERM at the end); any other exit is a death. */
+  const stoppedByUs = new Set<WorkerProcess>();
+  const deaths: string[] = [];
+  const spawnWatched = (): WorkerProcess => {
+    const w = spawnWorker(workerEnv, [], workerLog);
+    void w.exited.then(({ code, signal }) => {
+      if (!stoppedByUs.has(w)) deaths.push(`pid ${w.pid}: ${signal ?? `exit ${code}`}`);
+    });
+    return w;
+  };
+  const workers: (WorkerProcess | undefined)[] = Array.from({ length: WORKERS }, spawnWatched);
   const spawned: WorkerProcess[] = [...(workers as WorkerProcess[])];
 
   // a receiver that fails half of what it gets
@@ -101,13 +114,25 @@ async function main(): Promise<number> {
   const org = await createOrg(app.context, credits);
   const key = await createKey(app.context, org, ['works:register', 'works:update', 'works:read'], hookUrl);
   const started = Date.now();
-  const counts = { killed: 0, redisRestarts: 0, chainOutages: 0 };
+  const counts = { killed: 0, redisRestarts: 0, chainOutages: 0, outsideNonces: 0 };
+  // something else using the relayer's account: its next nonce, from the chain's state (what the service may
+  // have signed and sent with it is then refused or usurped in the pool), with a tip to win the slot
+  const outsider = await ApiPromise.create({ provider: new WsProvider(chain.wsUrl), noInitWarn: true });
+  outsider.on('error', () => undefined);
+  const relayerPair = new Keyring({ type: 'sr25519' }).addFromUri(relayerSeed);
+  const takeRelayerNonce = async () => {
+    const account = (await outsider.query.system.account(relayerPair.address)) as unknown as { nonce: { toNumber(): number } };
+    const nonce = account.nonce.toNumber();
+    await outsider.tx.system.remark(`0x${Buffer.from('outside the service').toString('hex')}`).signAndSend(relayerPair, { nonce, tip: 1_000_000_000 });
+    return nonce;
+  };
 
   // chaos, while the load runs
   let calm = false;
   const chaos = (async () => {
     let redisDone = false;
     let chainDone = false;
+    let outsideDone = 0;
     while (!calm) {
       await sleep(randomInt(2000, 5000));
       if (calm) break;
@@ -128,15 +153,25 @@ async function main(): Promise<number> {
         log('chain: back');
         continue;
       }
+      if (outsideDone < 2 && elapsed > 60_000 + outsideDone * 30_000) {
+        outsideDone++;
+        const nonce = await takeRelayerNonce().catch((err: Error) => (log(`outside nonce: ${err.message}`), undefined));
+        if (nonce !== undefined) {
+          counts.outsideNonces++;
+          log(`relayer: nonce ${nonce} taken from outside the service`);
+        }
+        continue;
+      }
       const i = randomInt(workers.length);
       const victim = workers[i];
       if (!victim) continue;
+      stoppedByUs.add(victim);
       victim.kill('SIGKILL');
       await victim.exited;
       counts.killed++;
       workers[i] = undefined;
       await sleep(randomInt(300, 2000));
-      workers[i] = spawnWorker(workerEnv, [], workerLog);
+      workers[i] = spawnWatched();
       spawned.push(workers[i]!);
     }
   })();
@@ -177,8 +212,8 @@ async function main(): Promise<number> {
   await load;
   calm = true;
   await chaos;
-  log(`load done in ${Math.round((Date.now() - started) / 1000)} s; chaos stopped (${counts.killed} workers killed, ${counts.redisRestarts} Redis restart, ${counts.chainOutages} chain outage); settling`);
-  for (let i = 0; i < workers.length; i++) if (!workers[i]) spawned.push((workers[i] = spawnWorker(workerEnv, [], workerLog)));
+  log(`load done in ${Math.round((Date.now() - started) / 1000)} s; chaos stopped (${counts.killed} workers killed, ${counts.redisRestarts} Redis restart, ${counts.chainOutages} chain outage, ${counts.outsideNonces} relayer nonces taken from outside); settling`);
+  for (let i = 0; i < workers.length; i++) if (!workers[i]) spawned.push((workers[i] = spawnWatched()));
 
   // settle: every transaction terminal, every delivery delivered or dead
   const settleDeadline = Date.now() + 600_000;
@@ -260,8 +295,10 @@ async function main(): Promise<number> {
     deliveredRows.every((d) => (delivered.get(d.id) ?? 0) >= 1);
 
   // shut down, then look for leftovers
+  await outsider.disconnect();
   await Promise.all(workers.map(async (w) => {
     if (!w) return;
+    stoppedByUs.add(w);
     w.kill('SIGTERM');
     await w.exited;
   }));
@@ -282,15 +319,17 @@ async function main(): Promise<number> {
   const rows: [string, boolean, string][] = [
     ['load driven', errors.length === 0, `${confirmed.length} confirmed (${REGISTRATIONS} registrations, ${VERSIONS} versions asked)${errors.length ? `; ${errors.length} driver errors: ${errors[0]}` : ''}`],
     ['every confirmed transaction finalized or failed', txs.every((t) => t.status === 'finalized' || t.status === 'failed') && confirmed.every((id) => txs.some((t) => t.id === id)), `${finalized.length} finalized, ${failed.length} failed, ${txs.length - finalized.length - failed.length} open`],
+    ['nothing failed for a passing fault', failed.length === 0, `${failed.length} failed`],
     ['charged exactly once, refunded exactly once', exactlyOnce, 'one debit each; failed ones one refund of the same amount'],
     ['ledger sum = granted − charges + refunds', ledgerOk, `balance ${orgRow.credit_balance} = ${grants} ${charges} + ${refunds}`],
     ['every work on chain once in the index', chainOk, `${versions.length} indexed versions, ${anchors.size} anchors on chain (${best} blocks)`],
     ['every event delivered or dead-lettered', eventsOk, `${deliveredRows.length} delivered, ${deadRows.length} dead of ${deliveries.length} events`],
+    ['no worker died but of the tool\'s SIGKILL', deaths.length === 0, deaths.length ? deaths.join('; ') : `${spawned.length - counts.killed} ended by SIGTERM, ${counts.killed} by SIGKILL`],
     ['no process leaked', alive.length === 0, `${spawned.length} worker processes started, ${alive.length} alive`],
   ];
   process.stdout.write(`\n| check | result | detail |\n|---|---|---|\n`);
   for (const [name, ok, detail] of rows) process.stdout.write(`| ${name} | ${ok ? 'PASS' : 'FAIL'} | ${detail} |\n`);
-  process.stdout.write(`\nchaos: ${counts.killed} worker SIGKILLs, ${counts.redisRestarts} Redis restart (data lost), ${counts.chainOutages} chain outage of 20 s, receiver failing half; ${Math.round((Date.now() - started) / 1000)} s in all\n`);
+  process.stdout.write(`\nchaos: ${counts.killed} worker SIGKILLs, ${counts.redisRestarts} Redis restart (data lost), ${counts.chainOutages} chain outage of 20 s, ${counts.outsideNonces} relayer nonces taken from outside, receiver failing half; ${Math.round((Date.now() - started) / 1000)} s in all\n`);
   return rows.every(([, ok]) => ok) ? 0 : 1;
 }
 

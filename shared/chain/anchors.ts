@@ -6,6 +6,7 @@ import type { Network } from '../config';
 import type { ChainConnections } from './connections';
 import { Coalescer } from '../coalesce';
 import { chooseDialect, type AnchorRequest, type ItemAssignment, type ItemEvent } from './dialect';
+import { onBehalfNonce } from './ats';
 
 export type { AnchorRequest } from './dialect';
 
@@ -81,6 +82,16 @@ export class AnchorService {
     const pair = this.relayers.get(network);
     if (!pair) throw new Error(`network ${network} is not configured`);
     return pair;
+  }
+
+  /** The registry dialect of the network's runtime. */
+  async dialect(network: Network): Promise<'remark' | 'ats'> {
+    return chooseDialect(await this.chains.api(network)).name;
+  }
+
+  /** `ats`: the owner's on-behalf nonce in the best block's state. */
+  async ownerNonce(network: Network, ownerPublicKey: Buffer): Promise<bigint> {
+    return onBehalfNonce(await this.chains.api(network), ownerPublicKey);
   }
 
   /** The encoded call of one anchor, in the dialect of the connected runtime, owner signature inside. */

@@ -186,11 +186,11 @@ type AtsApi = {
   };
 };
 
-/** Reads the owner's nonce, has the owner sign the payload, and returns the relayer's call. */
+/** Has the owner sign the payload over the given nonce (else the chain's), and returns the relayer's call. */
 export async function buildAtsCall(api: ApiPromise, request: AnchorRequest, operator: AccountLike): Promise<SubmittableExtrinsic<'promise'>> {
   const ats = api as unknown as AtsApi;
   const owner = Buffer.from(sr25519PairFromSeed(request.ownerSeed).publicKey);
-  const nonce = BigInt((await ats.query.ats.onBehalfNonce(owner)).toString());
+  const nonce = request.ownerNonce ?? (await onBehalfNonce(api, owner));
   const fields = { commitment: request.commitment, protocolVersion: request.protocolVersion, operator, nonce };
   if (request.action === 'register') {
     const { signature } = signOnBehalfPayload(encodeCreateOnBehalfPayload(fields), request.ownerSeed);
@@ -199,6 +199,14 @@ export async function buildAtsCall(api: ApiPromise, request: AnchorRequest, oper
   const { signature } = signOnBehalfPayload(encodeUpdateOnBehalfPayload({ ...fields, atsId: request.atsId }), request.ownerSeed);
   return ats.tx.ats.updateOnBehalf(owner, request.atsId, request.commitment, request.protocolVersion, nonce, { Sr25519: u8aToHex(signature) });
 }
+
+/** The owner's on-behalf nonce in the best block's state. */
+export async function onBehalfNonce(api: ApiPromise, owner: Uint8Array): Promise<bigint> {
+  return BigInt((await (api as unknown as AtsApi).query.ats.onBehalfNonce(owner)).toString());
+}
+
+/** The pallet's dispatch error for a payload signed over another nonce than the owner's current one. */
+export const INVALID_NONCE_ERROR = 'ats.InvalidNonce';
 
 /** Allfeat's ATS pallet: the chain assigns `ats_id` and the version; see the layout at the top of this file. */
 export const atsDialect: RegistryDialect = {

@@ -10,6 +10,8 @@ import { atsDialect } from './ats';
  */
 export interface AnchorRequest extends Omit<AnchorFields, 'ownerPublicKey'> {
   readonly ownerSeed: Buffer;
+  /** `ats` only: the owner nonce to sign over (owner-nonces.ts); the chain's current value when absent. */
+  readonly ownerNonce?: bigint;
 }
 
 /** An event emitted by one batch item, in a plain form (`data` as the codec's JSON). */

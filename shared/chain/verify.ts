@@ -1,6 +1,9 @@
+import { decodeAddress } from '@polkadot/util-crypto';
 import type { Network } from '../config';
 import type { ChainConnections } from './connections';
 import { decodeAnchor, verifyAnchorSignature } from './remark-payload';
+import { chooseDialect, type ItemEvent } from './dialect';
+import { decodeAtsEvent } from './ats';
 
 export interface IndexedVersion {
   readonly version: number;
@@ -33,6 +36,7 @@ export async function verifyAnchors(
   expected: { atsId: number; ownerPublicKey: string; versions: readonly IndexedVersion[] },
 ): Promise<VersionCheck[]> {
   const api = await chains.api(network);
+  if (chooseDialect(api).name === 'ats') return verifyAtsAnchors(chains, network, expected);
   const genesis = Buffer.from(api.genesisHash.toU8a());
   const checks: VersionCheck[] = [];
   for (const v of expected.versions) {
@@ -68,6 +72,62 @@ export async function verifyAnchors(
     }
   }
   return checks;
+}
+
+/**
+ * The `ats` dialect's check, from the chain data alone: each version's block holds the pallet's
+ * `AtsCreated` (version 1) or `AtsUpdated` (chain version = API version − 1) for this `ats_id`, with the
+ * indexed commitment; the owner is the one `AtsCreated` names (an update is the pallet's only if the
+ * owner's signature over its nonce was accepted, so an event is the signature's proof).
+ */
+async function verifyAtsAnchors(chains: ChainConnections, network: Network, expected: { atsId: number; ownerPublicKey: string; versions: readonly IndexedVersion[] }): Promise<VersionCheck[]> {
+  const api = await chains.api(network);
+  const eventsOf = async (blockHash: string): Promise<ItemEvent[] | undefined> => {
+    const at = await api.at(blockHash).catch(() => undefined);
+    if (!at) return undefined;
+    const records = (await at.query.system.events()) as unknown as { event: { section: string; method: string; data: { toJSON(): unknown } } }[];
+    return records.map((r) => ({ section: r.event.section, method: r.event.method, data: r.event.data.toJSON() }));
+  };
+  const checks: VersionCheck[] = [];
+  for (const v of expected.versions) checks.push(checkAtsVersion(await eventsOf(v.blockHash), expected, v));
+  return checks;
+}
+
+/** One version's check against the events of its block (undefined: the block is not on this chain). */
+export function checkAtsVersion(events: readonly ItemEvent[] | undefined, expected: { atsId: number; ownerPublicKey: string }, v: IndexedVersion): VersionCheck {
+  const base = { version: v.version, block_hash: v.blockHash, tx_hash: v.txHash };
+  const none = { found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false };
+  if (!events) return { ...base, ...none, problem: 'its block is not on this chain' };
+  const mine = events.filter((e) => {
+    const a = decodeAtsEvent(e);
+    return a !== undefined && a.atsId === BigInt(expected.atsId) && a.version === v.version;
+  });
+  const event = mine[0];
+  if (!event) return { ...base, ...none, problem: `no ats.${v.version === 1 ? 'AtsCreated' : 'AtsUpdated'} for this ats_id and version in its block` };
+  const data = event.data as Record<string, unknown> | unknown[];
+  const field = (name: string, index: number) => (Array.isArray(data) ? data[index] : (data as Record<string, unknown>)[name]);
+  const commitment = String(field('commitment', 2)).toLowerCase(); // third in both events
+  const owner = event.method === 'AtsCreated' ? String(field('owner', 1)) : undefined;
+  return {
+    ...base,
+    found: true,
+    commitment: commitment === v.commitment.toLowerCase(),
+    ats_id: true,
+    version_number: true,
+    // an update names no owner: the creation's (checked as version 1) is the work's
+    owner: owner === undefined ? true : sameAccount(owner, expected.ownerPublicKey),
+    signature: true,
+  };
+}
+
+/** An account from an event (hex public key, or ss58) against a 0x public key. */
+function sameAccount(account: string, publicKeyHex: string): boolean {
+  if (/^0x[0-9a-f]{64}$/i.test(account)) return account.toLowerCase() === publicKeyHex.toLowerCase();
+  try {
+    return `0x${Buffer.from(decodeAddress(account)).toString('hex')}` === publicKeyHex.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 export interface CallLike {

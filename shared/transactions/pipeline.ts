@@ -113,13 +113,20 @@ async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<Tra
  * Builds this transaction's own call, signed inside by the organization's wallet (decrypted just for the
  * signature), and stores it; the relayer's submitter batches it from there.
  */
-export async function prepareCall({ app, anchors }: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
+export async function prepareCall(deps: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
+  const callHex = await buildOwnerCall(deps, tx);
+  // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
+  await deps.app.db('transactions').where({ id: tx.id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: deps.app.db.fn.now() });
+  return (await findTransaction(deps.app.db, tx.id))!;
+}
+
+/** The transaction's call, owner signature inside (`ats`: over `ownerNonce`, else the chain's current one). */
+export async function buildOwnerCall({ app, anchors }: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow, ownerNonce?: bigint): Promise<string> {
   const wallet = await findWallet(app.db, tx.organizationId, tx.network);
   if (!wallet) throw new Error(`organization ${tx.organizationId} has no ${tx.network} wallet`);
   const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(tx.organizationId, tx.network));
-  let callHex: string;
   try {
-    callHex = await anchors.buildCall(tx.network, {
+    return await anchors.buildCall(tx.network, {
       action: tx.type === 'register' ? 'register' : 'update',
       network: tx.network,
       protocolVersion: PROTOCOL_VERSION,
@@ -127,11 +134,9 @@ export async function prepareCall({ app, anchors }: Pick<PipelineDeps, 'app' | '
       version: tx.version ?? 1,
       commitment: Buffer.from(tx.quote.commitment.slice(2), 'hex'),
       ownerSeed: seed,
+      ...(ownerNonce !== undefined ? { ownerNonce } : {}),
     });
   } finally {
     seed.fill(0);
   }
-  // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
-  await app.db('transactions').where({ id: tx.id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: app.db.fn.now() });
-  return (await findTransaction(app.db, tx.id))!;
 }

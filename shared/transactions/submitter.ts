@@ -5,7 +5,10 @@ import type { AppContext } from '../context';
 import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
 import { deliverAfterCommit, failWithin } from './outcomes';
-import { updateTransaction } from './repo';
+import { findTransaction, updateTransaction } from './repo';
+import { buildOwnerCall } from './pipeline';
+import { allocateOwnerNonces } from '../chain/owner-nonces';
+import { INVALID_NONCE_ERROR } from '../chain/ats';
 import { failpoint } from '../failpoints';
 import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';
@@ -56,6 +59,38 @@ export class RelayerSubmitter {
     private readonly app: AppContext,
     private readonly anchors: AnchorService,
   ) {}
+
+  /**
+   * `ats`: signs each call again over the owner nonce it must carry, in batch order (owner-nonces.ts), under
+   * the relayer's lock like the relayer's nonce. Returns the calls to batch.
+   */
+  private async withOwnerNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
+    const owners = await trx('transactions as t')
+      .join('wallets as w', (j) => j.on('w.organization_id', 't.organization_id').andOn('w.network', 't.network'))
+      .whereIn('t.id', items.map((i) => i.id))
+      .select('t.id', 't.organization_id', 'w.public_key');
+    const ownerOf = new Map(owners.map((o) => [o.id as string, o]));
+    const calls = new Map<string, string>();
+    for (const organizationId of new Set(owners.map((o) => o.organization_id as string))) {
+      const mine = items.filter((i) => ownerOf.get(i.id)?.organization_id === organizationId);
+      const publicKey = String(ownerOf.get(mine[0]!.id)!.public_key).replace(/^0x/, '');
+      const chainNonce = await this.anchors.ownerNonce(network, Buffer.from(publicKey, 'hex'));
+      const onTheirWay = await trx('transactions as t')
+        .join('chain_submissions as s', 's.id', 't.submission_id')
+        .where({ 't.organization_id': organizationId, 't.network': network, 's.status': 'signed' })
+        .whereNotNull('t.owner_nonce')
+        .pluck('t.owner_nonce');
+      const { nonces, doomed } = allocateOwnerNonces(chainNonce, onTheirWay.map((n: string) => BigInt(n)), mine.length);
+      if (doomed.length) this.app.log.info({ network, organization_id: organizationId, doomed: doomed.map(String) }, 'owner calls on their way past a hole: signed again once they fail');
+      for (const [k, item] of mine.entries()) {
+        const tx = (await findTransaction(trx, item.id))!;
+        const hex = await buildOwnerCall({ app: this.app, anchors: this.anchors }, tx, nonces[k]!);
+        await trx('transactions').where({ id: item.id }).update({ call_hex: hex, owner_nonce: nonces[k]!.toString() });
+        calls.set(item.id, hex);
+      }
+    }
+    return items.map((i) => calls.get(i.id) ?? i.call_hex);
+  }
 
   /**
    * Submits what is ready on the network, if no other process is doing so. Calls that arrive while a round
@@ -188,7 +223,8 @@ export class RelayerSubmitter {
       await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
       const inFlight = await trx('chain_submissions').where({ network, relayer, status: 'signed', genesis_hash: genesis }).max<{ nonce: string | null }>('nonce as nonce').first();
       const nonce = Math.max(chainNonce, inFlight?.nonce === null || inFlight?.nonce === undefined ? 0 : Number(inFlight.nonce) + 1);
-      const signed = await this.anchors.signBatch(network, items.map((i) => i.call_hex), nonce);
+      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withOwnerNonces(trx, network, items) : items.map((i) => i.call_hex as string);
+      const signed = await this.anchors.signBatch(network, callHexes, nonce);
       await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
       const [row] = await trx('chain_submissions')
         .insert({ network, relayer, nonce, genesis_hash: genesis, extrinsic_hex: signed.hex, tx_hash: signed.hash, signed_at_block: signed.signedAtBlock, items: items.length })
@@ -269,7 +305,8 @@ export class RelayerSubmitter {
             ...(outcome.assignment.atsId !== undefined ? { ats_id: outcome.assignment.atsId.toString() } : {}),
             ...(outcome.assignment.version !== undefined ? { version: outcome.assignment.version } : {}),
           });
-        } else if (outcome?.status === 'not_run') {
+        } else if (outcome?.status === 'not_run' || outcome?.error === INVALID_NONCE_ERROR) {
+          // never ran, or (`ats`) signed over an owner nonce a dropped call before it left a hole at: passing
           await detach(trx, item.id);
         } else {
           const error = outcome?.error ?? inclusion.error ?? 'unknown error';

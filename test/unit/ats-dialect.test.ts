@@ -14,6 +14,7 @@ import {
   UPDATE_PAYLOAD_LENGTH,
 } from '../../shared/chain/ats';
 import { chooseDialect, remarkDialect, type AnchorRequest } from '../../shared/chain/dialect';
+import { checkAtsVersion, versionIsValid } from '../../shared/chain/verify';
 
 // Alice's well-known dev key, as hex and as ss58 (prefix 42)
 const ALICE_HEX = 'd43593c715fdd31c61141abd04a99fd6822c8558854ccde39a5684e7a56da27d';
@@ -186,5 +187,28 @@ describe('ats dialect', () => {
       expect(chooseDialect(withoutAts as unknown as ApiPromise)).to.equal(remarkDialect);
       expect(chooseDialect(atsWithoutCall as unknown as ApiPromise).name).to.equal('remark');
     });
+  });
+});
+
+describe('verify, ats dialect (from the events of the version’s block)', () => {
+  const owner = `0x${ALICE_HEX}`;
+  const commitment = `0x${COMMITMENT_HEX}`;
+  const v = (version: number) => ({ version, commitment, blockHash: '0xb1', txHash: '0xt1' });
+  const created = { section: 'ats', method: 'AtsCreated', data: { atsId: 7, owner: ALICE_SS58, commitment, protocolVersion: 1, operator: null } };
+  const updated = { section: 'ats', method: 'AtsUpdated', data: { atsId: 7, version: 1, commitment, protocolVersion: 1, operator: null } };
+
+  it('accepts the creation and an update that name the ats_id, version and commitment, the creation by the owner', () => {
+    const first = checkAtsVersion([{ section: 'system', method: 'ExtrinsicSuccess', data: {} }, created], { atsId: 7, ownerPublicKey: owner }, v(1));
+    expect(versionIsValid(first)).to.equal(true);
+    expect(versionIsValid(checkAtsVersion([updated], { atsId: 7, ownerPublicKey: owner }, v(2)))).to.equal(true);
+  });
+
+  it('refuses another owner, another commitment, another ats_id or version, and a block not on the chain', () => {
+    const other = `0x${'11'.repeat(32)}`;
+    expect(checkAtsVersion([created], { atsId: 7, ownerPublicKey: other }, v(1))).to.include({ found: true, owner: false });
+    expect(checkAtsVersion([created], { atsId: 7, ownerPublicKey: owner }, { ...v(1), commitment: `0x${'ee'.repeat(32)}` })).to.include({ found: true, commitment: false });
+    expect(checkAtsVersion([created], { atsId: 8, ownerPublicKey: owner }, v(1))).to.include({ found: false });
+    expect(checkAtsVersion([updated], { atsId: 7, ownerPublicKey: owner }, v(3))).to.include({ found: false });
+    expect(checkAtsVersion(undefined, { atsId: 7, ownerPublicKey: owner }, v(1)).problem).to.match(/not on this chain/);
   });
 });

@@ -24,7 +24,7 @@ export async function up(knex: Knex): Promise<void> {
   );
   await knex.schema.alterTable('transactions', (t) => {
     t.timestamp('submit_after', { useTz: true });
-    // `ats`: the owner nonce the call was last signed over (owner-nonces.ts)
+    // `ats`: the owner nonce the call was last signed over (nonces.ts)
     t.bigInteger('owner_nonce');
   });
 }

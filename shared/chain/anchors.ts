@@ -251,7 +251,8 @@ export class AnchorService {
               (err) => finish(() => reject(err)),
             );
           } else if (status.isDropped || status.isInvalid || status.isUsurped) {
-            finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`)));
+            // the pool took the bytes, then let them go: a revalidation (or another node) may still include them
+            finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`, true)));
           }
         })
         .then((u) => (unsubscribe = u))
@@ -397,14 +398,15 @@ class HeightWatch {
 /**
  * The node refused the relayer's extrinsic, or dropped it from its pool: a refusal of the relayer's
  * envelope (nonce, era, fees, signature, pool space), never of a call inside it, whose own dispatch errors
- * are read from its block. `poolHasIt`: the pool already holds these very bytes (1012 temporarily banned,
- * 1013 already imported), so they may still be included; otherwise they can only be included if sent again.
+ * are read from its block. `mayStillLand`: the node held these very bytes (1012 temporarily banned, 1013
+ * already imported, or a watch that reported them invalid, dropped or usurped after the pool took them), so
+ * they may still be included; otherwise (refused as they were sent) they can only be included if sent again.
  */
 export class SubmissionRejected extends Error {
   override readonly name = 'SubmissionRejected';
   constructor(
     message: string,
-    readonly poolHasIt = false,
+    readonly mayStillLand = false,
   ) {
     super(message);
   }

@@ -10,7 +10,7 @@ import { atsDialect } from './ats';
  */
 export interface AnchorRequest extends Omit<AnchorFields, 'ownerPublicKey'> {
   readonly ownerSeed: Buffer;
-  /** `ats` only: the owner nonce to sign over (owner-nonces.ts); the chain's current value when absent. */
+  /** `ats` only: the owner nonce to sign over (nonces.ts); the chain's current value when absent. */
   readonly ownerNonce?: bigint;
 }
 

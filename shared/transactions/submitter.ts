@@ -7,7 +7,7 @@ import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '.
 import { deliverAfterCommit, failWithin } from './outcomes';
 import { findTransaction, updateTransaction } from './repo';
 import { buildOwnerCall } from './pipeline';
-import { allocateOwnerNonces } from '../chain/owner-nonces';
+import { allocateNonces } from '../chain/nonces';
 import { INVALID_NONCE_ERROR } from '../chain/ats';
 import { failpoint } from '../failpoints';
 import { enterStep } from './steps';
@@ -61,10 +61,10 @@ export class RelayerSubmitter {
   ) {}
 
   /**
-   * `ats`: signs each call again over the owner nonce it must carry, in batch order (owner-nonces.ts), under
+   * `ats`: signs each call again over the owner nonce it must carry, in batch order (nonces.ts), under
    * the relayer's lock like the relayer's nonce. Returns the calls to batch.
    */
-  private async withOwnerNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
+  private async withAllocatedNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
     const owners = await trx('transactions as t')
       .join('wallets as w', (j) => j.on('w.organization_id', 't.organization_id').andOn('w.network', 't.network'))
       .whereIn('t.id', items.map((i) => i.id))
@@ -80,7 +80,7 @@ export class RelayerSubmitter {
         .where({ 't.organization_id': organizationId, 't.network': network, 's.status': 'signed' })
         .whereNotNull('t.owner_nonce')
         .pluck('t.owner_nonce');
-      const { nonces, doomed } = allocateOwnerNonces(chainNonce, onTheirWay.map((n: string) => BigInt(n)), mine.length);
+      const { nonces, doomed } = allocateNonces(chainNonce, onTheirWay.map((n: string) => BigInt(n)), mine.length);
       if (doomed.length) this.app.log.info({ network, organization_id: organizationId, doomed: doomed.map(String) }, 'owner calls on their way past a hole: signed again once they fail');
       for (const [k, item] of mine.entries()) {
         const tx = (await findTransaction(trx, item.id))!;
@@ -138,14 +138,10 @@ export class RelayerSubmitter {
     for (;;) {
       const held = await this.withRelayerLock(network, () => this.rounds(network));
       if (!held) return; // another process submits; it looks again for ready calls after releasing the lock
-      // A call made ready while we held the lock, whose job then failed to take it, is picked up here.
-      if (!(await this.hasWork(network))) return;
+      // A call made ready while we held the lock, whose job then failed to take it, is picked up here. (A batch
+      // still on its way is looked for again by the next drain its jobs ask for, not in a loop here.)
+      if (!(await this.readyQuery(network).first('id'))) return;
     }
-  }
-
-  private async hasWork(network: Network): Promise<boolean> {
-    const signed = await this.app.db('chain_submissions').where({ network, status: 'signed' }).first('id');
-    return Boolean(signed) || Boolean(await this.readyQuery(network).first('id'));
   }
 
   private readyQuery(network: Network) {
@@ -176,10 +172,23 @@ export class RelayerSubmitter {
       genesis: (await this.anchors.genesisHash(network)).toString('hex'),
       blockHashAt: (height) => this.anchors.blockHashAt(network, height),
     });
-    const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
-    for (const row of outstanding) await this.send(toSubmission(row), { checkChainFirst: true });
     const out = new Set<Promise<void>>();
     const failures: unknown[] = [];
+    const track = (sending: Promise<void>) => {
+      const tracked: Promise<void> = sending.finally(() => out.delete(tracked));
+      out.add(tracked);
+    };
+    // Batches signed before (by this process, or one that died): looked for, else sent again, alongside the new
+    // ones. One that may still land (the node held it) stays on its way without holding the others up: new
+    // batches take the nonces it does not hold.
+    const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
+    for (const row of outstanding) {
+      track(
+        this.send(toSubmission(row), { checkChainFirst: true }).catch((err: Error) =>
+          this.app.log.info({ network, submission_id: row.id, nonce: Number(row.nonce), reason: err.message }, 'batch still on its way: looked for again later'),
+        ),
+      );
+    }
     try {
       while (!failures.length) {
         const ready = await this.readyQuery(network).orderBy('created_at').limit(this.app.config.chainBatchMax).select('id', 'call_hex');
@@ -193,10 +202,7 @@ export class RelayerSubmitter {
         if (!submission) continue;
         await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id as string));
         failpoint('chain.batch_signed');
-        const sent: Promise<void> = this.send(submission, { checkChainFirst: false })
-          .catch((err: unknown) => void failures.push(err))
-          .finally(() => out.delete(sent));
-        out.add(sent);
+        track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
         await Promise.race([Promise.all(out), this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
       }
     } finally {
@@ -207,8 +213,8 @@ export class RelayerSubmitter {
 
   /**
    * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
-   * chain is the truth for the nonce: the relayer's next index (its pool counted) or, past it, the next after
-   * this relayer's own extrinsics still on their way; never a number remembered from before (a restored
+   * chain is the truth for the nonce: the relayer's next index (its pool counted) or, past it, the first that
+   * none of this relayer's own batches on their way holds; never a number remembered from before (a restored
    * backup, a chain started afresh, a relayer used by something else would all make it wrong).
    */
   private async signBatch(network: Network, transactionIds: string[]): Promise<SubmissionRow | undefined> {
@@ -221,9 +227,10 @@ export class RelayerSubmitter {
       if (!items.length) return undefined;
       await trx.raw(`INSERT INTO relayer_nonces (network, address, next_nonce) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [network, relayer, chainNonce]);
       await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
-      const inFlight = await trx('chain_submissions').where({ network, relayer, status: 'signed', genesis_hash: genesis }).max<{ nonce: string | null }>('nonce as nonce').first();
-      const nonce = Math.max(chainNonce, inFlight?.nonce === null || inFlight?.nonce === undefined ? 0 : Number(inFlight.nonce) + 1);
-      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withOwnerNonces(trx, network, items) : items.map((i) => i.call_hex as string);
+      // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
+      const onTheirWay = await trx('chain_submissions').where({ network, relayer, status: 'signed' }).pluck('nonce');
+      const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay.map((n: string) => BigInt(n)), 1).nonces[0]);
+      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withAllocatedNonces(trx, network, items) : items.map((i) => i.call_hex as string);
       const signed = await this.anchors.signBatch(network, callHexes, nonce);
       await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
       const [row] = await trx('chain_submissions')
@@ -267,9 +274,10 @@ export class RelayerSubmitter {
           const reason = (err as Error).message;
           if (best >= submission.signedAtBlock + ERA_PERIOD) return this.requeue(submission, 'expired', `its era ended unincluded (${reason})`);
           if (chainNonce > submission.nonce) return this.requeue(submission, 'expired', `its nonce went to another extrinsic (${reason})`, { nonceUsed: true });
-          // refused, and not held by the pool: the bytes can only land if sent again, and they will not be
-          if (err instanceof SubmissionRejected && !err.poolHasIt) return this.requeue(submission, 'rejected', reason);
-          // the connection went, or the pool holds the bytes: they may land yet; the job looks again later
+          // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
+          if (err instanceof SubmissionRejected && !err.mayStillLand) return this.requeue(submission, 'rejected', reason);
+          // the connection went, or the node held the bytes: they may land yet; looked for (and sent) again later,
+          // signed afresh only once their era ended or their nonce went to another extrinsic
           throw err;
         }
       }

@@ -81,9 +81,15 @@ describe('the relayer against a chain that is not as the database remembers it',
       const txs = await Promise.all([1, 2, 3].map(async () => (await register(app.url, key.token)).confirm.body.transaction_id as string));
       for (const id of txs) expect((await settled(app.context, id)).status).to.equal('finalized');
       expect(await debitsAndRefunds(org)).to.deep.equal(['debit', 'debit', 'debit']);
-      expect((await app.context.db('chain_submissions').where({ tx_hash: stale.hash }).first()).status).to.equal('rejected');
+      // the batch from the future is never signed over while the node may hold it; the new ones took the
+      // chain's nonces below it, not the remembered one
+      const used = await app.context.db('chain_submissions').whereIn('id', app.context.db('transactions').whereIn('id', txs).select('submission_id')).pluck('nonce');
+      for (const nonce of used) expect(Number(nonce)).to.be.within(chainNonce, chainNonce + 49);
+      expect(['signed', 'rejected']).to.include((await app.context.db('chain_submissions').where({ tx_hash: stale.hash }).first()).status);
     } finally {
       await workers.stop();
+      // this test's batch from the future leaves the shared database's relayer as it found it
+      await app.context.db('chain_submissions').where({ tx_hash: stale.hash, status: 'signed' }).update({ status: 'rejected' });
     }
   });
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { allocateOwnerNonces } from '../../shared/chain/owner-nonces';
+import { allocateNonces } from '../../shared/chain/nonces';
 
 /** The ATS pallet's rule, simulated: an on-behalf call applies only with the owner's current nonce, then bumps it. */
 class SimulatedPallet {
@@ -44,7 +44,7 @@ function run(callCount: number, batchSize: number, fate: (batchNumber: number) =
     const ready = calls.filter((c) => c.state === 'ready');
     if (ready.length) {
       const onTheirWay = calls.filter((c) => c.state === 'on_their_way').map((c) => c.nonce!);
-      const { nonces } = allocateOwnerNonces(pallet.nonce, onTheirWay, ready.length);
+      const { nonces } = allocateNonces(pallet.nonce, onTheirWay, ready.length);
       ready.forEach((c, i) => Object.assign(c, { nonce: nonces[i], state: 'on_their_way', signatures: c.signatures + 1 }));
       for (let i = 0; i < ready.length; i += batchSize) batches.push(ready.slice(i, i + batchSize));
     }
@@ -77,12 +77,12 @@ function expectEveryCallOnce(calls: Call[], pallet: SimulatedPallet) {
 
 describe('ats owner nonces', () => {
   it('hands out consecutive nonces from the chain’s value, after the calls already on their way', () => {
-    expect(allocateOwnerNonces(5n, [], 3)).to.deep.equal({ nonces: [5n, 6n, 7n], doomed: [] });
-    expect(allocateOwnerNonces(5n, [5n, 6n], 2)).to.deep.equal({ nonces: [7n, 8n], doomed: [] });
+    expect(allocateNonces(5n, [], 3)).to.deep.equal({ nonces: [5n, 6n, 7n], doomed: [] });
+    expect(allocateNonces(5n, [5n, 6n], 2)).to.deep.equal({ nonces: [7n, 8n], doomed: [] });
     // a hole at 6 (a call dropped): 7 and 8 can never apply; new calls fill from 6
-    expect(allocateOwnerNonces(5n, [5n, 7n, 8n], 1)).to.deep.equal({ nonces: [6n], doomed: [7n, 8n] });
+    expect(allocateNonces(5n, [5n, 7n, 8n], 1)).to.deep.equal({ nonces: [6n], doomed: [7n, 8n] });
     // below the chain's value (included by another copy, or taken): doomed too
-    expect(allocateOwnerNonces(5n, [3n, 5n], 1)).to.deep.equal({ nonces: [6n], doomed: [3n] });
+    expect(allocateNonces(5n, [3n, 5n], 1)).to.deep.equal({ nonces: [6n], doomed: [3n] });
   });
 
   it('50 calls of one owner in flight across 3 batches: each applies with the nonce the pallet expects', () => {

@@ -1,4 +1,8 @@
 /**
+ * Consecutive nonces against a chain that takes each only once and in order: the relayer's own (its
+ * batches), and the owner nonces of the `ats` dialect, by one rule: the first free from the chain's value,
+ * after what is already on its way without a hole.
+ *
  * Owner nonces of the `ats` dialect. The ATS pallet accepts an on-behalf call only when the nonce the owner
  * signed equals `ats.onBehalfNonce(owner)` at that moment, then bumps it (a mismatch is the call's
  * `ats.InvalidNonce` dispatch error). Calls of one owner in flight together must therefore carry
@@ -13,14 +17,14 @@
  * that dispatch error as passing). A reorg that takes a call out of a block lowers the chain's value and
  * puts the call back on its way: the same rule then holds.
  */
-export interface OwnerNonces {
+export interface AllocatedNonces {
   /** The nonces to sign the new calls with, in order. */
   readonly nonces: readonly bigint[];
   /** Nonces on their way that can never match (past a hole, or below the chain's value). */
   readonly doomed: readonly bigint[];
 }
 
-export function allocateOwnerNonces(chainNonce: bigint, onTheirWay: readonly bigint[], count: number): OwnerNonces {
+export function allocateNonces(chainNonce: bigint, onTheirWay: readonly bigint[], count: number): AllocatedNonces {
   const pending = new Set(onTheirWay);
   let next = chainNonce;
   while (pending.has(next)) next++;

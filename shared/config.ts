@@ -40,6 +40,8 @@ export interface Config {
     readonly jwksUrl: string;
     /** Development only: the embedded provider's private JWK file; enables its JWKS route. */
     readonly devKeyFile: string | undefined;
+    /** The longest lifetime (`exp` − `iat`) an admin or operator token may have; one without `exp` is refused. */
+    readonly maxTokenAgeSeconds: number;
   };
   readonly workers: {
     readonly queues: readonly QueueName[];
@@ -63,11 +65,14 @@ export interface Config {
     /** Days a delivery attempt is kept before the maintenance job prunes it (at least 30). */
     readonly attemptRetentionDays: number;
   };
-  /** Who may open Bull Board at /admin/queues besides an admin-role JWT. */
+  /**
+   * Operators (the service's own staff, never an organization's admin): Bull Board, /metrics and every
+   * cross-organization operation take the operator credential, or an identity token with the `operator` role.
+   */
   readonly operators: {
-    /** HTTP Basic credential (`OPERATOR_CREDENTIAL=user:password`); undefined = admin JWTs only. */
+    /** HTTP Basic credential (`OPERATOR_CREDENTIAL=user:password`); undefined = operator-role tokens only. */
     readonly credential: { readonly username: string; readonly password: string } | undefined;
-    /** When not empty, only admin JWTs whose org_id is listed here open Bull Board. */
+    /** When not empty, only operator-role tokens whose org_id is listed here are operators (required in production without a credential). */
     readonly orgIds: readonly string[];
   };
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
@@ -215,6 +220,7 @@ export function loadConfig(env: Env = process.env): Config {
       audience: read.required('OIDC_AUDIENCE') ?? '',
       jwksUrl: read.required('OIDC_JWKS_URL') ?? '',
       devKeyFile: read.optional('DEV_IDP_KEY_FILE'),
+      maxTokenAgeSeconds: read.int('ADMIN_TOKEN_MAX_AGE', 3600, 60, 86400),
     },
     workers: { queues, concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000), lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000) },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
@@ -257,6 +263,9 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');
+  if (nodeEnv === 'production' && !config.operators.credential && config.operators.orgIds.length === 0) {
+    problems.push('operators must be configured in production: OPERATOR_CREDENTIAL, or OPERATOR_ORG_IDS (the identity provider organizations whose operator-role tokens are operators)');
+  }
   if (config.chainForgetOnNewGenesis && nodeEnv === 'production') problems.push('CHAIN_FORGET_ON_NEW_GENESIS must not be set in production');
 
   if (problems.length) throw new ConfigError(problems);

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import helmet from 'koa-helmet';
 import type { AppContext } from '../shared/context';
-import { createAdminVerifier, type AdminVerifier } from '../shared/identity/admin-verifier';
+import { createIdentityVerifier, type AdminVerifier } from '../shared/identity/admin-verifier';
 import { requestId } from './middleware/request-id';
 import { errors } from './middleware/errors';
 import { accessLog } from './middleware/access-log';
@@ -26,14 +26,15 @@ export interface WebAppOptions {
 export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa {
   const koa = new Koa({ proxy: app.config.http.trustProxy });
   const metrics = createWebMetrics(app.queues);
-  const verifyAdmin = options.verifyAdmin ?? createAdminVerifier(app.config.identity);
+  const verifyAdmin = options.verifyAdmin ?? createIdentityVerifier(app.config.identity);
   koa.silent = true; // errors are logged by the errors middleware, once
 
   koa.use(requestId());
   koa.use(accessLog(app.log));
   koa.use(metrics.middleware);
   koa.use(errors(app.log));
-  koa.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
+  // frames denied outright (X-Frame-Options: DENY, and the CSP's frame-ancestors 'none')
+  koa.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, xFrameOptions: { action: 'deny' } }));
   koa.use(async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');
     await next();
@@ -41,7 +42,7 @@ export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa 
   koa.use(jsonBody(app.config.http.bodyLimitBytes));
   koa.use(queuesBoard(app, verifyAdmin));
 
-  const routers = [docsRouter({ includeDev: Boolean(app.config.identity.devKeyFile) }), healthRouter(app, metrics), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), worksReadRouter(app), transactionsRouter(app)];
+  const routers = [docsRouter({ includeDev: Boolean(app.config.identity.devKeyFile) }), healthRouter(app, metrics, verifyAdmin), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), worksReadRouter(app), transactionsRouter(app)];
   if (app.config.identity.devKeyFile) routers.push(devIdpRouter(app.config.identity.devKeyFile));
   for (const router of routers) koa.use(router.routes()).use(router.allowedMethods());
   return koa;

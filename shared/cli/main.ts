@@ -46,13 +46,18 @@ const COMMANDS: Record<string, Command> = {
   'idp token': async (config, f) => {
     if (!config.identity.devKeyFile) throw usage('idp token works only with the embedded development identity provider (DEV_IDP_KEY_FILE)');
     const org = required(f, 'org');
+    const role = (f.role as string | undefined) ?? 'admin';
+    if (role !== 'admin' && role !== 'operator') throw usage('--role must be admin or operator');
+    const ttlSeconds = optionalInt(f, 'ttl') ?? Math.min(3600, config.identity.maxTokenAgeSeconds);
+    if (ttlSeconds > config.identity.maxTokenAgeSeconds) throw usage(`--ttl must be at most ADMIN_TOKEN_MAX_AGE (${config.identity.maxTokenAgeSeconds})`);
     await withDb(config, (db) => showOrganization(db, org));
     return mintDevToken(await readDevIdpKey(config.identity.devKeyFile), {
       issuer: config.identity.issuer,
       audience: config.identity.audience,
       organizationId: org,
       subject: f.sub as string | undefined,
-      ttlSeconds: optionalInt(f, 'ttl'),
+      ttlSeconds,
+      roles: [role],
     });
   },
   verify: (config, f) => {
@@ -119,6 +124,7 @@ const OPTIONS = {
   amount: { type: 'string' },
   reason: { type: 'string' },
   sub: { type: 'string' },
+  role: { type: 'string' },
   ttl: { type: 'string' },
 } as const;
 

@@ -32,8 +32,9 @@ export class IdempotencyStore {
     private readonly claimSeconds = 60,
   ) {}
 
+  /** Of the request's meaning, not its spelling: the body as canonical JSON (keys sorted at every depth). */
   static fingerprint(method: string, path: string, body: unknown): string {
-    return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+    return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest('hex');
   }
 
   async run(apiKeyId: string, key: string, fingerprint: string, handler: () => Promise<IdempotentResponse>): Promise<IdempotentResponse> {
@@ -59,4 +60,11 @@ export class IdempotencyStore {
       throw err;
     }
   }
+}
+
+/** JSON with every object's keys in code-point order, so the same value has one spelling. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
 }

@@ -64,11 +64,15 @@ export async function listWorks(db: Knex, principal: Principal, input: ListWorks
 }
 
 /**
- * The organization's work with this ats_id (detail routes: never narrowed by a ref). Without a network, the
- * one network that has it; on both, the caller must choose (409 common.conflict).
+ * The organization's work with this ats_id: for a key, whatever its ref (a query ref never narrows the
+ * detail routes); for an end-user session, only a work of its own ref (another's: 404, contract §8).
+ * Without a network, the one network that has it; on both, the caller must choose (409 common.conflict).
  */
 export async function workByAtsId(db: Knex, principal: Principal, atsId: number, network?: Network): Promise<WorkRecord> {
-  const works = await worksByAtsId(db, principal.organizationId, atsId, network ? [network] : NETWORKS);
+  const scope = scopeOf(principal);
+  const works = (await worksByAtsId(db, principal.organizationId, atsId, network ? [network] : NETWORKS)).filter(
+    (w) => scope.externalUserRef === undefined || w.externalUserRef === scope.externalUserRef,
+  );
   if (works.length === 0) throw notFound('Work');
   if (works.length > 1) throw new AppError('common.conflict', `ats_id ${atsId} exists on ${works.map((w) => w.network).join(' and ')}: choose one with ?network=`);
   return works[0]!;

@@ -28,17 +28,24 @@ export interface AdminTokenOptions {
   readonly issuer?: string;
   readonly audience?: string;
   readonly expiresInSeconds?: number;
+  /** Mint it without `exp` (refused: contract §2). */
+  readonly withoutExp?: boolean;
+  /** How long before now it was issued (5 s by default). */
+  readonly issuedSecondsAgo?: number;
   readonly key?: CryptoKey;
 }
 
 export async function adminToken(options: AdminTokenOptions): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ org_id: options.organizationId, roles: options.roles ?? ['admin'] })
+  const jwt = new SignJWT({ org_id: options.organizationId, roles: options.roles ?? ['admin'] })
     .setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
     .setIssuer(options.issuer ?? IDP.issuer)
     .setAudience(options.audience ?? IDP.audience)
     .setSubject('admin@example.test')
-    .setIssuedAt(now - 5)
-    .setExpirationTime(now + (options.expiresInSeconds ?? 600))
-    .sign(options.key ?? signingKey);
+    .setIssuedAt(now - (options.issuedSecondsAgo ?? 5));
+  if (!options.withoutExp) jwt.setExpirationTime(now + (options.expiresInSeconds ?? 600));
+  return jwt.sign(options.key ?? signingKey);
 }
+
+/** A token of the service's own staff: the operator role (contract §2), not an organization's admin. */
+export const operatorToken = (options: Omit<AdminTokenOptions, 'roles'>) => adminToken({ ...options, roles: ['operator'] });

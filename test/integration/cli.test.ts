@@ -80,11 +80,18 @@ describe('operator CLI (contract §3)', function () {
     expect(Object.keys(minted.out)).to.have.members(['token', 'expires_at']);
     const created = await call(app.url, 'POST', `/v1/organizations/${org.organization_id}/api-keys`, {
       token: minted.out.token,
-      body: { name: 'backend', scopes: ['works:register'] },
+      body: { name: 'backend', scopes: ['works:read'] },
     });
     expect(created.status, created.text).to.equal(201);
     const session = await call(app.url, 'POST', '/v1/sessions', { token: created.body.token, body: { external_user_ref: 'u1' } });
     expect(session.status).to.equal(201);
+    // an operator token opens the operator tools, not the organization's routes
+    const operator = await admin(['idp', 'token', '--org', org.organization_id, '--role', 'operator'], env);
+    expect(operator.code).to.equal(0);
+    expect((await call(app.url, 'GET', '/metrics', { token: operator.out.token })).status).to.equal(200);
+    expect((await call(app.url, 'GET', `/v1/organizations/${org.organization_id}/api-keys`, { token: operator.out.token })).status).to.equal(403);
+    // and no token outlives ADMIN_TOKEN_MAX_AGE
+    expect((await admin(['idp', 'token', '--org', org.organization_id, '--ttl', '7200'], env)).code).to.not.equal(0);
   });
 
   it('lists dead webhook deliveries and retries one, which arrives signed afresh as the same delivery', async () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
+import { adminToken, operatorToken } from '../helpers/identity';
 
 describe('HTTP basics', () => {
   let app: TestApp;
@@ -14,7 +15,7 @@ describe('HTTP basics', () => {
     expect(reply.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
     expect(reply.headers.get('x-content-type-options')).to.equal('nosniff');
     expect(reply.headers.get('strict-transport-security')).to.include('max-age=');
-    expect(reply.headers.get('x-frame-options')).to.equal('SAMEORIGIN');
+    expect(reply.headers.get('x-frame-options')).to.equal('DENY');
     expect(reply.headers.get('content-security-policy')).to.include("default-src 'none'");
   });
 
@@ -70,9 +71,12 @@ describe('HTTP basics', () => {
     expect(reply.body.checks['chain:testnet'].detail.best_block).to.be.a('number');
   });
 
-  it('GET /metrics exposes HTTP durations and queue depths', async () => {
+  it('GET /metrics exposes HTTP durations and queue depths, to operators only', async () => {
     await call(app.url, 'GET', '/healthz');
-    const reply = await call(app.url, 'GET', '/metrics');
+    expectError(await call(app.url, 'GET', '/metrics'), 401, 'auth.unauthorized');
+    const org = await createOrg(app.context);
+    expectError(await call(app.url, 'GET', '/metrics', { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
+    const reply = await call(app.url, 'GET', '/metrics', { token: await operatorToken({ organizationId: org }) });
     expect(reply.status).to.equal(200);
     expect(reply.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} \d+/);
     for (const queue of ['prepare', 'chain', 'webhooks']) expect(reply.text).to.match(new RegExp(`queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+`));

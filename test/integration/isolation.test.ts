@@ -44,11 +44,11 @@ function expected(route: string, c: Credential, r: Resource | undefined): number
     case 'getTransaction': return keyWith(null, 200, 'ref');
     case 'initRegistration': return keyWith('works:register', 200, 'no');
     case 'initVersion': return keyWith('works:update', 200, 'no');
-    case 'createSession': return keyWith(null, 201, 'no');
+    case 'createSession': return keyWith('works:read', 201, 'no');
     case 'listWorks': return keyWith('works:read', 200, 'ref');
     case 'getWork':
     case 'listWorkVersions':
-    case 'listWorkCreators': return keyWith('works:read', 200, 'no');
+    case 'listWorkCreators':
     case 'downloadLatestAudio':
     case 'downloadLatestCertificate':
     case 'downloadVersionAudio':

@@ -10,7 +10,7 @@ describe('POST /v1/sessions (contract §8)', () => {
 
   it('issues a one-hour read-only token bound to the ref', async () => {
     const org = await createOrg(app.context);
-    const key = await createKey(app.context, org, ['works:register']);
+    const key = await createKey(app.context, org, ['works:read']);
     const reply = await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'user-ü-1' } });
     expect(reply.status).to.equal(201);
     expect(Object.keys(reply.body)).to.have.members(['session_token', 'external_user_ref', 'expires_at']);

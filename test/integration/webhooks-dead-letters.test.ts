@@ -4,7 +4,7 @@ import { call, eventually, expectError, startApp, type TestApp } from '../helper
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
-import { adminToken } from '../helpers/identity';
+import { adminToken, operatorToken } from '../helpers/identity';
 import { createOrg, issuedSecrets } from '../helpers/factories';
 import { configWith } from '../helpers/services';
 import { QUEUE_NAMES } from '../../shared/config';
@@ -53,11 +53,14 @@ describe('dead letters and Bull Board', function () {
     expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: 'not-a-jwt' }), 401, 'auth.unauthorized');
     const org = await createOrg(app.context);
     expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org, roles: ['viewer'] }) }), 403, 'common.forbidden');
+    // an organization's admin is not an operator: it would see and retry every organization's jobs
+    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
+    expectError(await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/x/retry`, { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
   });
 
-  it('opens to an admin JWT or the operator credential and shows every queue', async () => {
+  it('opens to an operator-role token or the operator credential and shows every queue', async () => {
     const org = await createOrg(app.context);
-    for (const auth of [{ token: await adminToken({ organizationId: org }) }, { headers: basic(OPERATOR.user, OPERATOR.password) }]) {
+    for (const auth of [{ token: await operatorToken({ organizationId: org }) }, { headers: basic(OPERATOR.user, OPERATOR.password) }]) {
       const reply = await call(app.url, 'GET', `${BOARD}/api/queues`, auth);
       expect(reply.status, reply.text).to.equal(200);
       expect(reply.body.queues.map((q: { name: string }) => q.name)).to.have.members([...QUEUE_NAMES]);
@@ -72,12 +75,13 @@ describe('dead letters and Bull Board', function () {
     expect(asset.status).to.equal(200);
   });
 
-  it('with OPERATOR_ORG_IDS, opens only to the admins of those organizations', async () => {
+  it('with OPERATOR_ORG_IDS, opens only to the operator-role tokens of those organizations', async () => {
     const [operators, partner] = [await createOrg(app.context), await createOrg(app.context)];
     const restricted = await startApp(configWith({ OPERATOR_ORG_IDS: operators }));
     try {
-      expect((await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: operators }) })).status).to.equal(200);
-      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: partner }) }), 403, 'common.forbidden');
+      expect((await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: operators }) })).status).to.equal(200);
+      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: partner }) }), 403, 'common.forbidden');
+      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: operators }) }), 403, 'common.forbidden');
     } finally {
       await restricted.close();
     }
@@ -114,7 +118,7 @@ describe('dead letters and Bull Board', function () {
   it('does the same for a retry of the failed delivery job itself', async () => {
     const url = `${receiver.url}?case=board-failed`;
     const d = await deadDelivery(url);
-    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { token: await adminToken({ organizationId: await createOrg(app.context) }) });
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { token: await operatorToken({ organizationId: await createOrg(app.context) }) });
     expect(retry.status, retry.text).to.equal(204);
 
     const again = await eventually(async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1], 'the redelivery');

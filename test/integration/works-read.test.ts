@@ -127,7 +127,7 @@ describe('GET /v1/works: the listing', function () {
     const carol = await insertWorks(app.context, org, 3, { externalUserRef: 'carol' });
     await insertWorks(app.context, org, 4, { externalUserRef: 'dave' });
     await insertWorks(app.context, org, 2);
-    const key = await createKey(app.context, org, ['works:register']);
+    const key = await createKey(app.context, org, ['works:read']);
     const session = async (ref: string) => (await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: ref } })).body.session_token as string;
     const carolToken = await session('carol');
     for (const query of ['', '?external_user_ref=dave', '?external_user_ref=carol']) {

@@ -55,6 +55,7 @@ export function requireAdmin(verify: AdminVerifier): Middleware {
     const token = bearerToken(ctx);
     if (!token) throw new AppError('auth.unauthorized', 'An administrator token is required');
     const identity: AdminIdentity = await verify(token);
+    if (!identity.roles.includes('admin')) throw new AppError('common.forbidden', 'The administrator role is required');
     if (identity.organizationId !== ctx.params.organization_id) {
       throw new AppError('common.forbidden', 'The token does not administer this organization');
     }

@@ -8,15 +8,17 @@ import { bearerToken } from './auth';
 const REALM = 'Basic realm="works-api operators", charset="UTF-8"';
 
 /**
- * Operator tools (Bull Board): a bearer JWT with the admin role (of an organization in OPERATOR_ORG_IDS when
- * that is set), or HTTP Basic with OPERATOR_CREDENTIAL when that is configured. Never open: anything else is
- * 401 in the error envelope (403 for a valid admin token of another organization).
+ * Operator tools (Bull Board, /metrics): HTTP Basic with OPERATOR_CREDENTIAL when that is configured, or a
+ * bearer identity token with the `operator` role (of an organization in OPERATOR_ORG_IDS when that is set).
+ * An organization's admin is not an operator: a token without the role answers 403. Never open: anything
+ * else is 401 in the error envelope.
  */
 export function requireOperator(verify: AdminVerifier, operators: Config['operators']): Middleware {
   return async (ctx, next) => {
     const bearer = bearerToken(ctx);
     if (bearer) {
       const identity = await verify(bearer);
+      if (!identity.roles.includes('operator')) throw new AppError('common.forbidden', 'The operator role is required (an organization admin is not an operator)');
       if (operators.orgIds.length > 0 && !operators.orgIds.includes(identity.organizationId)) {
         throw new AppError('common.forbidden', 'The token does not belong to an operator organization');
       }
@@ -39,7 +41,7 @@ export function requireOperator(verify: AdminVerifier, operators: Config['operat
     }
     throw new AppError(
       'auth.unauthorized',
-      operators.credential ? 'An administrator token or the operator credential is required' : 'An administrator token is required',
+      operators.credential ? 'An operator token or the operator credential is required' : 'An operator token is required',
       undefined,
       operators.credential ? { 'WWW-Authenticate': REALM } : undefined,
     );

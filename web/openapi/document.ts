@@ -6,7 +6,7 @@ const SECURITY: Record<Security, Record<string, string[]>[]> = {
   apiKey: [{ apiKey: [] }],
   apiKeyOrSession: [{ apiKey: [] }, { sessionToken: [] }],
   admin: [{ adminJwt: [] }],
-  operator: [{ adminJwt: [] }, { operatorBasic: [] }],
+  operator: [{ operatorJwt: [] }, { operatorBasic: [] }],
   none: [],
 };
 
@@ -105,7 +105,8 @@ export function buildOpenApiDocument(options: { includeDev?: boolean } = {}) {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'wrk_live_…', description: 'An organization API key' },
         sessionToken: { type: 'http', scheme: 'bearer', bearerFormat: 'wrs_…', description: 'An end-user session token (read-only, bound to one external_user_ref)' },
-        adminJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An identity provider token with the admin role for the organization' },
+        adminJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An identity provider token with the admin role for the organization (exp required, at most ADMIN_TOKEN_MAX_AGE after iat)' },
+        operatorJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An identity provider token with the operator role (the service’s staff, never an organization admin; of an organization in OPERATOR_ORG_IDS when set)' },
         operatorBasic: { type: 'http', scheme: 'basic', description: 'OPERATOR_CREDENTIAL, when configured' },
       },
       schemas: {

@@ -2,8 +2,11 @@ import Router from '@koa/router';
 import type { AppContext } from '../../../shared/context';
 import { checkReadiness } from '../../../shared/readiness';
 import type { WebMetrics } from '../../middleware/metrics';
+import type { AdminVerifier } from '../../../shared/identity/admin-verifier';
+import { requireOperator } from '../../middleware/operator-auth';
 
-export function healthRouter(app: AppContext, metrics: WebMetrics): Router {
+/** Liveness and readiness, open (load balancers ask); metrics for operators only (queue names, volumes). */
+export function healthRouter(app: AppContext, metrics: WebMetrics, verifyIdentity: AdminVerifier): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -13,7 +16,7 @@ export function healthRouter(app: AppContext, metrics: WebMetrics): Router {
     ctx.status = report.ready ? 200 : 503;
     ctx.body = { status: report.ready ? 'ready' : 'unavailable', checks: report.checks };
   });
-  router.get('/metrics', async (ctx) => {
+  router.get('/metrics', requireOperator(verifyIdentity, app.config.operators), async (ctx) => {
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });

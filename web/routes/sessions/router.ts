@@ -6,12 +6,12 @@ import { requirePrincipal } from '../../middleware/auth';
 import { validateBody } from '../../middleware/validate';
 import { createSessionSchema } from './schemas';
 
-/** End-user sessions (contract §8): any API key of the organization may issue one. */
+/** End-user sessions (contract §8): a key with `works:read` issues one (a session only reads). */
 export function sessionsRouter(app: AppContext): Router {
   const router = new Router();
   router.post(
     '/v1/sessions',
-    requirePrincipal({ db: app.db, secretsKey: app.config.secrets.key, log: app.log }),
+    requirePrincipal({ db: app.db, secretsKey: app.config.secrets.key, log: app.log }, { scope: 'works:read' }),
     validateBody(createSessionSchema, { code: 'session.invalid_external_user_ref' }),
     async (ctx) => {
       const { external_user_ref } = ctx.state.body as { external_user_ref: string };

@@ -42,9 +42,9 @@ const read = (op: Omit<Operation, 'method' | 'tag' | 'scope'>): Operation => ({ 
 const download = (path: string, id: string, summary: string) =>
   read({ path, id, summary, security: 'apiKeyOrSession', responses: { 200: { description: 'A presigned GET URL, valid 10 minutes', schema: Download } }, errors: [] });
 
-/** The detail routes: by ats_id, API keys only, the chain picked by ?network. */
+/** The detail routes: by ats_id, the chain picked by ?network; a session token sees its own ref's works only. */
 const detail = (path: string, id: string, query: Operation['query'], summary: string, description: string, schema: Record<string, unknown>) =>
-  read({ path, id, query, summary, security: 'apiKey', responses: { 200: { description, schema } }, errors: ['common.bad_request', 'common.conflict'] });
+  read({ path, id, query, summary, security: 'apiKeyOrSession', responses: { 200: { description, schema } }, errors: ['common.bad_request', 'common.conflict'] });
 
 export const worksReadOperations: readonly Operation[] = [
   read({

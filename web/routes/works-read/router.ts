@@ -20,30 +20,29 @@ function pathNumber(value: string | undefined, what: string): number {
 }
 
 /**
- * The read side (spec 4.8–4.10, contract §6), scope `works:read`. The listing and the downloads also take an
- * end-user session token, limited to its ref's works; the detail routes are organization-wide, for keys only.
+ * The read side (spec 4.8–4.10, contract §6), scope `works:read`. Every route also takes an end-user session
+ * token, limited to its ref's works (contract §8).
  */
 export function worksReadRouter(app: AppContext): Router {
   const router = new Router();
   const deps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
   const keyOrSession = requirePrincipal(deps, { scope: 'works:read', allowSession: true });
-  const keyOnly = requirePrincipal(deps, { scope: 'works:read' });
 
   router.get('/v1/works', keyOrSession, validateQuery(listWorksQuerySchema), async (ctx) => {
     ctx.body = presentWorksPage(await listWorks(app.db, principal(ctx), query<ListWorksQuery>(ctx)));
   });
 
-  router.get('/v1/works/:ats_id', keyOnly, validateQuery(workQuerySchema), async (ctx) => {
+  router.get('/v1/works/:ats_id', keyOrSession, validateQuery(workQuerySchema), async (ctx) => {
     const atsId = pathNumber(ctx.params.ats_id, 'Work');
     ctx.body = presentWorkDetail(await workDetail(app.db, principal(ctx), atsId, query<WorkQuery>(ctx).network));
   });
 
-  router.get('/v1/works/:ats_id/versions', keyOnly, validateQuery(workQuerySchema), async (ctx) => {
+  router.get('/v1/works/:ats_id/versions', keyOrSession, validateQuery(workQuerySchema), async (ctx) => {
     const atsId = pathNumber(ctx.params.ats_id, 'Work');
     ctx.body = presentVersions(await workVersions(app.db, principal(ctx), atsId, query<WorkQuery>(ctx).network));
   });
 
-  router.get('/v1/works/:ats_id/creators', keyOnly, validateQuery(creatorsQuerySchema), async (ctx) => {
+  router.get('/v1/works/:ats_id/creators', keyOrSession, validateQuery(creatorsQuerySchema), async (ctx) => {
     const atsId = pathNumber(ctx.params.ats_id, 'Work');
     const { network, version } = query<WorkQuery>(ctx);
     ctx.body = presentCreators(await workCreators(app.db, principal(ctx), atsId, network, version));

@@ -33,7 +33,8 @@ export function worksRouter(app: AppContext): Router {
     ctx.body = await initRegistration(app, ctx.state.principal as Principal, ctx.state.body as InitInput);
   });
 
-  router.post('/prepare', auth, validateBody(jobIdSchema), async (ctx) => {
+  // a prepare reads the whole upload and asks the chain: it takes a token from the organization's bucket too
+  router.post('/prepare', auth, validateBody(jobIdSchema), rateLimited, async (ctx) => {
     const quote = await prepareJob(app, ctx.state.principal as Principal, (ctx.state.body as { job_id: string }).job_id, 'register');
     ctx.body = presentRegistrationQuote(quote);
   });
@@ -51,7 +52,7 @@ export function worksRouter(app: AppContext): Router {
     ctx.body = await initVersion(app, ctx.state.principal as Principal, atsIdParam(ctx.params.ats_id), ctx.state.body as VersionInitInput);
   });
 
-  router.post('/:ats_id/versions/prepare', updater, validateBody(jobIdSchema), async (ctx) => {
+  router.post('/:ats_id/versions/prepare', updater, validateBody(jobIdSchema), rateLimited, async (ctx) => {
     const quote = await prepareJob(app, ctx.state.principal as Principal, (ctx.state.body as { job_id: string }).job_id, 'add_version', atsIdParam(ctx.params.ats_id));
     ctx.body = presentVersionQuote(quote);
   });

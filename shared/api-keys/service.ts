@@ -6,11 +6,14 @@ import type { SecretBox } from '../crypto/secret-box';
 import * as repo from './repo';
 import { generateToken, hashToken, isWellFormedToken, tokenPrefix } from './token';
 import type { ApiKey, Principal, Scope } from './types';
+import { RefusedDestination, vetDestination, type DestinationPolicy } from '../webhooks/destination';
 
 export interface ApiKeyDeps {
   readonly db: Knex;
   readonly box: SecretBox;
   readonly allowHttpWebhooks: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE: a URL reaching a private address is accepted (development and tests). */
+  readonly allowPrivateWebhooks: boolean;
 }
 
 export interface CreateApiKeyInput {
@@ -31,7 +34,7 @@ export const webhookSecretAad = (apiKeyId: string) => `webhook-secret:${apiKeyId
 
 export async function createApiKey(deps: ApiKeyDeps, organizationId: string, input: CreateApiKeyInput): Promise<CreatedApiKey> {
   const webhookUrl = input.webhookUrl ?? null;
-  if (webhookUrl !== null) assertWebhookUrl(webhookUrl, deps.allowHttpWebhooks);
+  if (webhookUrl !== null) await assertWebhookUrl(webhookUrl, { allowHttp: deps.allowHttpWebhooks, allowPrivate: deps.allowPrivateWebhooks });
   const token = generateToken();
   const secret = randomBytes(32);
   const key = await repo.insertApiKey(deps.db, {
@@ -79,17 +82,28 @@ export function unauthorized(): AppError {
   return new AppError('auth.unauthorized', 'A valid API key is required (Authorization: Bearer wrk_live_...)');
 }
 
-export function assertWebhookUrl(value: string, allowHttp: boolean): void {
+/**
+ * A webhook URL as key creation takes it: absolute, no credentials, and what the delivery policy would
+ * refuse (scheme, an address of the host that is private, loopback, link-local…) refused now with 422
+ * rather than at the first delivery; still checked again at every attempt. A host that does not resolve yet
+ * is accepted: its DNS may be set up after the key.
+ */
+export async function assertWebhookUrl(value: string, policy: DestinationPolicy): Promise<void> {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     throw invalidWebhook('must be an absolute URL');
   }
-  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) {
-    throw invalidWebhook(allowHttp ? 'must use http or https' : 'must use https');
+  if (url.protocol !== 'https:' && !(policy.allowHttp && url.protocol === 'http:')) {
+    throw invalidWebhook(policy.allowHttp ? 'must use http or https' : 'must use https');
   }
   if (url.username || url.password) throw invalidWebhook('must not embed credentials');
+  try {
+    await vetDestination(value, policy);
+  } catch (err) {
+    if (err instanceof RefusedDestination) throw invalidWebhook(err.message.replace(/^refused: /, 'is refused: '));
+  }
 }
 
 const invalidWebhook = (message: string) =>

@@ -2,7 +2,8 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
 /**
  * Addresses a webhook may not reach unless WEBHOOK_ALLOW_PRIVATE is set (SSRF): anything that is not a
- * public unicast address. IPv6 forms that embed an IPv4 address (mapped, NAT64, 6to4) are judged by it.
+ * public unicast address. IPv6 forms that embed an IPv4 address (mapped, IPv4-translated, NAT64, 6to4,
+ * ISATAP) are judged by it; Teredo (2001::/32, whose IPv4 inside is obfuscated) is refused outright.
  */
 const V4_RANGES: readonly [string, number, string][] = [
   ['0.0.0.0', 8, 'unspecified'],
@@ -28,6 +29,7 @@ const V6_RANGES: readonly [string, number, string][] = [
   ['::', 96, 'reserved'], // IPv4-compatible, deprecated
   ['64:ff9b:1::', 48, 'private'], // local-use NAT64
   ['100::', 64, 'reserved'], // discard
+  ['2001::', 32, 'Teredo (an IPv4 tunnel)'],
   ['2001:db8::', 32, 'documentation'],
   ['fc00::', 7, 'unique-local'],
   ['fe80::', 10, 'link-local'],
@@ -55,11 +57,16 @@ export function forbiddenAddressKind(address: string): string | null {
   return V6.find((r) => r.list.check(bare, 'ipv6'))?.label ?? null;
 }
 
-/** The IPv4 address inside ::ffff:a.b.c.d (mapped), 64:ff9b::a.b.c.d (NAT64) or 2002:aabb:ccdd:: (6to4). */
+/**
+ * The IPv4 address inside ::ffff:a.b.c.d (mapped), ::ffff:0:a.b.c.d (IPv4-translated), 64:ff9b::a.b.c.d
+ * (NAT64), 2002:aabb:ccdd:: (6to4), or an ISATAP interface id (…:0:5efe:a.b.c.d, …:200:5efe:a.b.c.d).
+ */
 function embeddedIPv4(b: number[]): string | null {
   const quad = (at: number) => b.slice(at, at + 4).join('.');
   const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
   if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return quad(12);
+  if (zeros(0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(10, 12)) return quad(12);
+  if ((b[8] === 0x00 || b[8] === 0x02) && b[9] === 0x00 && b[10] === 0x5e && b[11] === 0xfe) return quad(12);
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return quad(12);
   if (b[0] === 0x20 && b[1] === 0x02) return quad(2);
   return null;

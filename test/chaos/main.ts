@@ -322,7 +322,11 @@ async function main(): Promise<number> {
     ['nothing failed for a passing fault', failed.length === 0, `${failed.length} failed`],
     ['charged exactly once, refunded exactly once', exactlyOnce, 'one debit each; failed ones one refund of the same amount'],
     ['ledger sum = granted − charges + refunds', ledgerOk, `balance ${orgRow.credit_balance} = ${grants} ${charges} + ${refunds}`],
-    ['every work on chain once in the index', chainOk, `${versions.length} indexed versions, ${anchors.size} anchors on chain (${best} blocks)`],
+    [
+      'every work on chain once in the index',
+      chainOk,
+      `${versions.length} indexed versions, ${anchors.size} anchors on chain (${best} blocks)${chainOk ? '' : `; anchored twice: ${[...anchors].filter(([, n]) => n > 1).map(([k]) => k).join(' ') || 'none'}; indexed, not anchored once: ${[...indexed].filter((k) => anchors.get(k) !== 1).join(' ') || 'none'}; anchored, not indexed: ${[...anchors.keys()].filter((k) => !indexed.has(k)).join(' ') || 'none'}`}`,
+    ],
     ['every event delivered or dead-lettered', eventsOk, `${deliveredRows.length} delivered, ${deadRows.length} dead of ${deliveries.length} events`],
     ['no worker died but of the tool\'s SIGKILL', deaths.length === 0, deaths.length ? deaths.join('; ') : `${spawned.length - counts.killed} ended by SIGTERM, ${counts.killed} by SIGKILL`],
     ['no process leaked', alive.length === 0, `${spawned.length} worker processes started, ${alive.length} alive`],

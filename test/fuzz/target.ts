@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { call, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
-import { adminToken } from '../helpers/identity';
+import { adminToken, operatorToken } from '../helpers/identity';
 import { register } from '../helpers/registration';
 import type { FuzzTarget } from './property';
 
@@ -13,6 +13,8 @@ export async function fuzzTarget(app: TestApp): Promise<FuzzTarget> {
   const org = await createOrg(app.context, 1_000_000);
   const key = await createKey(app.context, org);
   const registerOnly = await createKey(app.context, org, ['works:register']);
+  // a read-only key's session: the least a partner can hand an end user
+  const reader = await createKey(app.context, org, ['works:read']);
   // the key revocations may take: not one the fuzzer authenticates with
   const spare = await createKey(app.context, org, ['works:read']);
   const r = await register(app.url, key.token);
@@ -32,6 +34,8 @@ export async function fuzzTarget(app: TestApp): Promise<FuzzTarget> {
       registerOnlyKey: `Bearer ${registerOnly.token}`,
       session: `Bearer ${session.body.session_token}`,
       admin: `Bearer ${await adminToken({ organizationId: org })}`,
+      operator: `Bearer ${await operatorToken({ organizationId: org })}`,
+      readerSession: `Bearer ${(await call(app.url, 'POST', '/v1/sessions', { token: reader.token, body: { external_user_ref: 'fuzz-reader' } })).body.session_token}`,
       otherAdmin: `Bearer ${await adminToken({ organizationId: randomUUID() })}`,
       expiredAdmin: `Bearer ${await adminToken({ organizationId: org, expiresInSeconds: -60 })}`,
     },

@@ -30,7 +30,7 @@ export async function createKey(
   scopes: Scope[] = ['works:register', 'works:update', 'works:read'],
   webhookUrl: string | null = null,
 ): Promise<TestKey> {
-  const created = await createApiKey({ db: ctx.db, box: ctx.box, allowHttpWebhooks: true }, organizationId, {
+  const created = await createApiKey({ db: ctx.db, box: ctx.box, allowHttpWebhooks: true, allowPrivateWebhooks: true }, organizationId, {
     name: `key ${++counter}`,
     scopes,
     webhookUrl,

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import type { TestApp } from '../helpers/app';
+import { call, expectError, type TestApp } from '../helpers/app';
+import { createOrg } from '../helpers/factories';
+import { adminToken } from '../helpers/identity';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver } from '../helpers/receiver';
 import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
@@ -45,6 +47,20 @@ describe('webhook delivery: private addresses refused after DNS resolution (SSRF
       expect(receiver.received).to.have.length(0);
     });
   }
+
+  it('refuses at key creation, with 422, a webhook URL the delivery policy would refuse', async () => {
+    const org = await createOrg(app.context);
+    const admin = await adminToken({ organizationId: org });
+    const create = (webhook_url: string) => call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: 'k', scopes: ['works:read'], webhook_url } });
+    for (const url of [`http://127.0.0.1:${port}/hooks`, `http://localhost:${port}/hooks`, 'http://169.254.169.254/latest/meta-data/', `http://[::ffff:0:127.0.0.1]:${port}/`, 'http://[2001::1]/']) {
+      const error = expectError(await create(url), 422, 'common.validation_failed');
+      expect(error.message, url).to.match(/webhook_url is refused: .* address/);
+    }
+    // a public address, and a host that does not resolve yet (checked again at every attempt), are accepted
+    expect((await create('https://93.184.216.34/hooks')).status).to.equal(201);
+    expect((await create('https://not-yet.invalid/hooks')).status).to.equal(201);
+    expect(await app.context.db('api_keys').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '2' }]);
+  });
 });
 
 describe('webhook delivery: https required unless ALLOW_HTTP_WEBHOOKS', function () {
@@ -62,4 +78,5 @@ describe('webhook delivery: https required unless ALLOW_HTTP_WEBHOOKS', function
       await receiver.stop();
     }
   });
+
 });

@@ -31,12 +31,18 @@ describe('webhook address policy (SSRF)', () => {
     ['::ffff:a9fe:a9fe', 'link-local'],
     ['64:ff9b::10.0.0.1', 'private'],
     ['2002:c0a8:0101::1', 'private'], // 6to4 of 192.168.1.1
+    ['::ffff:0:127.0.0.1', 'loopback'], // IPv4-translated (SIIT)
+    ['::ffff:0:a9fe:a9fe', 'link-local'], // IPv4-translated 169.254.169.254, hex spelling
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo (an IPv4 tunnel)'],
+    ['2001::1', 'Teredo (an IPv4 tunnel)'],
+    ['2600:1f18::5efe:10.0.0.1', 'private'], // ISATAP interface id carrying 10.0.0.1
+    ['fe80::200:5efe:127.0.0.1', 'loopback'], // ISATAP, link-local prefix
     ['[::1]', 'loopback'],
     ['not-an-ip', 'not an IP address'],
   ];
   for (const [address, kind] of forbidden) it(`refuses ${address} (${kind})`, () => expect(forbiddenAddressKind(address)).to.equal(kind));
 
-  for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:0808:0808::1']) {
+  for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:0808:0808::1', '::ffff:0:8.8.8.8', '2600:1f18::5efe:8.8.8.8']) {
     it(`allows the public address ${address}`, () => expect(forbiddenAddressKind(address)).to.equal(null));
   }
 });

@@ -21,7 +21,7 @@ export function apiKeysRouter(app: AppContext, verifyAdmin: AdminVerifier): Rout
   router.post('/', validateBody(createApiKeySchema), async (ctx) => {
     const body = ctx.state.body as CreateApiKeyBody;
     const created = await createApiKey(
-      { db: app.db, box: app.box, allowHttpWebhooks: app.config.webhooks.allowHttp },
+      { db: app.db, box: app.box, allowHttpWebhooks: app.config.webhooks.allowHttp, allowPrivateWebhooks: app.config.webhooks.allowPrivate },
       ctx.params.organization_id as string,
       { name: body.name, scopes: body.scopes, webhookUrl: body.webhook_url },
     );

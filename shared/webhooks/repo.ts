@@ -54,6 +54,11 @@ const RECORD = `
       FROM a
      WHERE w.id = a.delivery_id
     RETURNING w.id, w.attempts
+  ), sealed AS (
+    -- an access code is kept, decryptable, only until its event was delivered or died: then only its SHA-256
+    UPDATE events e SET sealed_access_code = NULL
+      FROM a
+     WHERE e.id = a.event_id AND a.status IN ('delivered', 'dead') AND e.sealed_access_code IS NOT NULL
   )
   INSERT INTO webhook_attempts (delivery_id, event_id, event, transaction_id, api_key_id, url, attempt, status_code, duration_ms, error, outcome, next_attempt_at)
   SELECT a.delivery_id, a.event_id, a.event, a.transaction_id, a.api_key_id, a.url, d.attempts, a.status_code, a.duration_ms, a.error, a.outcome, a.next_attempt_at

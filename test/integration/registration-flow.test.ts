@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { ApiPromise, WsProvider } from '@polkadot/api';
-import { startApp, call, type TestApp } from '../helpers/app';
+import { startApp, call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, type TestWorkers } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
@@ -73,6 +73,12 @@ describe('registration, end to end on the local chain', function () {
         expect(p.access_code).to.match(/^atc_[0-9a-f]{64}$/);
         const work = await app.context.db('works').where({ id: r.jobId }).first();
         expect(Buffer.compare(work.access_code_hash, createHash('sha256').update(p.access_code).digest())).to.equal(0);
+        // once delivered, nothing decryptable is kept: only the SHA-256 (contract §4)
+        const sealed = await eventually(async () => {
+          const event = await app.context.db('events').where({ transaction_id: txId, type: 'work_registered' }).first('sealed_access_code');
+          return event && event.sealed_access_code === null ? true : undefined;
+        }, 'the sealed access code to be dropped');
+        expect(sealed).to.equal(true);
       }
       expect(p.explorer_url).to.match(new RegExp(`/extrinsics/${p.block_number}-\\d+\\?network=melodie$`));
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { S3RequestPresigner } from '@aws-sdk/s3-request-presigner';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { freePort } from './net';
 
 const ACCESS_KEY_ID = 'S3RVER';
@@ -85,6 +86,7 @@ function singlePutLimit() {
 }
 
 type KoaLike = {
+  get(name: string): string;
   method: string;
   path: string;
   host: string;
@@ -101,9 +103,11 @@ type KoaLike = {
  */
 function verifyPresignedV4() {
   const config = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY } }).config;
+  const verifyHeader = verifyHeaderV4(config.sha256);
   return async (ctx: KoaLike, next: () => Promise<void>) => {
     const given = ctx.query['X-Amz-Signature'];
-    if (typeof given !== 'string') return next();
+    // as S3 does, every request is signed: in its query (presigned) or its Authorization header
+    if (typeof given !== 'string') return verifyHeader(ctx, next);
     const [accessKeyId, , region, service] = String(ctx.query['X-Amz-Credential'] ?? '').split('/');
     const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(String(ctx.query['X-Amz-Date'] ?? ''));
     const query: Record<string, string> = {};
@@ -133,6 +137,42 @@ function verifyPresignedV4() {
       ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided.</Message></Error>';
       return;
     }
+    await next();
+  };
+}
+
+const refuse = (ctx: KoaLike, code: string, message: string) => {
+  ctx.status = 403;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+};
+
+const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+
+/**
+ * A request signed in its Authorization header (the SDK's): its SigV4 signature recomputed with the SDK's
+ * signer over the headers it names, with the payload hash it declares (`x-amz-content-sha256`); an unsigned
+ * request, another access key or a mismatch is refused with 403, as S3 refuses it.
+ */
+function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sha256']) {
+  return async (ctx: KoaLike, next: () => Promise<void>) => {
+    const auth = AUTHORIZATION.exec(ctx.get('authorization'));
+    if (!auth) return refuse(ctx, 'AccessDenied', 'Anonymous access is forbidden for this operation');
+    const [, accessKeyId, region, service, signedHeaders, given] = auth as unknown as [string, string, string, string, string, string];
+    if (accessKeyId !== ACCESS_KEY_ID) return refuse(ctx, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+    const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(ctx.get('x-amz-date'));
+    if (!date) return refuse(ctx, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+    const headers: Record<string, string> = {};
+    for (const name of signedHeaders.split(';')) headers[name] = ctx.get(name);
+    const query: Record<string, string> = {};
+    for (const [k, v] of Object.entries(ctx.query)) if (typeof v === 'string') query[k] = v;
+    const signer = new SignatureV4({ credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY }, region, service, sha256, uriEscapePath: false, applyChecksum: false });
+    const signed = await signer.sign(
+      { method: ctx.method, protocol: 'http:', hostname: ctx.hostname, port: Number(ctx.host.split(':')[1]), path: ctx.path, query, headers } as never,
+      { signingDate: new Date(`${date[1]}-${date[2]}-${date[3]}T${date[4]}:${date[5]}:${date[6]}Z`) },
+    );
+    const expected = /Signature=([0-9a-f]{64})/.exec(String((signed as unknown as { headers: Record<string, string> }).headers.authorization ?? ''))?.[1];
+    if (expected !== given) return refuse(ctx, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     await next();
   };
 }

@@ -6,6 +6,10 @@ import { Client } from 'pg';
 import { closedToOthers, startEmbeddedPostgres } from '../../shared/embedded/postgres';
 import { startPrivateRedis } from '../../shared/embedded/redis';
 import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createStorage } from '../../shared/storage/s3';
+import { testServices } from '../helpers/services';
 
 /** The fallbacks a fresh machine without local servers relies on (`npm run dev`, `npm test`). */
 describe('embedded defaults', function () {
@@ -51,5 +55,30 @@ describe('embedded defaults', function () {
     await probe.connect().catch(() => (refused = true));
     probe.disconnect();
     expect(refused).to.equal(true);
+  });
+
+  it('the embedded S3 refuses what is not signed with its credentials, as S3 does: GET, PUT, DELETE, list', async () => {
+    const { config } = testServices();
+    const storage = createStorage(config.s3);
+    try {
+      const key = `audio/${randomUUID()}/${randomUUID()}`;
+      await storage.client.send(new PutObjectCommand({ Bucket: storage.bucket, Key: key, Body: Buffer.from('anchored audio') }));
+      const base = `${config.s3.endpoint}/${storage.bucket}`;
+      for (const [method, path] of [['GET', `/${key}`], ['PUT', `/${key}`], ['DELETE', `/${key}`], ['GET', '/?prefix=audio/'], ['GET', '?list-type=2']] as const) {
+        const reply = await fetch(base + path, { method, body: method === 'PUT' ? 'replaced' : undefined });
+        expect(reply.status, `${method} ${path}`).to.equal(403);
+        expect(await reply.text()).to.include('AccessDenied');
+      }
+      // a signature made with other credentials is refused too
+      const forged = new S3Client({ endpoint: config.s3.endpoint, region: config.s3.region, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'not-the-secret' } });
+      const error = await forged.send(new GetObjectCommand({ Bucket: storage.bucket, Key: key })).catch((err: { name: string }) => err);
+      expect((error as { name: string }).name).to.equal('SignatureDoesNotMatch');
+      forged.destroy();
+      // the service's own signed requests still work, and nothing was replaced or deleted
+      const object = await storage.client.send(new GetObjectCommand({ Bucket: storage.bucket, Key: key }));
+      expect(await object.Body!.transformToString()).to.equal('anchored audio');
+    } finally {
+      storage.client.destroy();
+    }
   });
 });

@@ -120,8 +120,9 @@ describe('a registered work read back: details, downloads and certificates', fun
     }
     expectError(await get(`/v1/works/${randomUUID()}/download/asset`), 404, 'common.not_found');
     expectError(await get(`/v1/works/not-a-uuid/download/asset`), 404, 'common.not_found');
-    // the detail routes are organization-wide: for keys, not end-user sessions
-    expectError(await get(`/v1/works/${work.atsId}`, await session('musician-7')), 403, 'auth.insufficient_scope');
+    // the detail routes too take the work's own end user, not another (contract §8)
+    expect((await get(`/v1/works/${work.atsId}`, await session('musician-7'))).status).to.equal(200);
+    expectError(await get(`/v1/works/${work.atsId}`, await session('someone-else')), 404, 'common.not_found');
     const writer = await createKey(app.context, org, ['works:register']);
     expectError(await get(`/v1/works/${work.atsId}`, writer.token), 403, 'auth.insufficient_scope');
     expectError(await get(`/v1/works/${work.id}/download/asset`, writer.token), 403, 'auth.insufficient_scope');

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { call, eventually } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
-import { adminToken } from '../helpers/identity';
+import { adminToken, operatorToken } from '../helpers/identity';
 import { useStack } from '../helpers/workers';
 import { initBody, register } from '../helpers/registration';
 import type { Scope } from '../../shared/api-keys/types';
@@ -10,10 +10,10 @@ type Org = 'A' | 'B';
 interface Credential {
   readonly name: string;
   readonly org: Org | null;
-  readonly kind: 'key' | 'session' | 'admin' | 'invalid';
+  readonly kind: 'key' | 'session' | 'admin' | 'operator' | 'none' | 'invalid';
   readonly scopes: readonly Scope[];
   readonly ref?: string;
-  readonly token: string;
+  readonly token: string | undefined;
 }
 interface Resource {
   readonly org: Org;
@@ -28,11 +28,13 @@ interface Resource {
 
 /** What the contract says a credential gets on a route (the status), given whose resource it names. */
 function expected(route: string, c: Credential, r: Resource | undefined): number {
-  if (c.kind === 'invalid') return 401;
+  if (c.kind === 'invalid' || c.kind === 'none') return 401;
   const own = r === undefined || c.org === r.org;
-  const admin = (ok: number) => (c.kind !== 'admin' ? 401 : own ? ok : 403);
+  // an identity token without the admin role is refused by the org routes (403); keys and sessions are no JWT (401)
+  const admin = (ok: number) => (c.kind === 'operator' ? 403 : c.kind !== 'admin' ? 401 : own ? ok : 403);
+  const operator = (ok: number) => (c.kind === 'operator' ? ok : c.kind === 'admin' ? 403 : 401);
   const keyWith = (scope: Scope | null, ok: number, session: 'no' | 'ref') => {
-    if (c.kind === 'admin') return 401;
+    if (c.kind === 'admin' || c.kind === 'operator') return 401;
     if (c.kind === 'session') return session === 'no' ? 403 : own && c.ref === r?.ref ? ok : r ? 404 : ok;
     if (scope && !c.scopes.includes(scope)) return 403;
     return own ? ok : 404;
@@ -53,6 +55,8 @@ function expected(route: string, c: Credential, r: Resource | undefined): number
     case 'downloadLatestCertificate':
     case 'downloadVersionAudio':
     case 'downloadVersionCertificate': return keyWith('works:read', 200, 'ref');
+    case 'metrics':
+    case 'boardQueues': return operator(200);
     default: throw new Error(`no expectation for ${route}`);
   }
 }
@@ -63,7 +67,10 @@ describe('isolation matrix: every credential on every resource', function () {
 
   it('lets through only what the contract allows, and never shows another organization’s data', async () => {
     const app = stack.app;
-    const creds: Credential[] = [{ name: 'garbage', org: null, kind: 'invalid', scopes: [], token: 'wrk_live_' + 'A'.repeat(40) }];
+    const creds: Credential[] = [
+      { name: 'garbage', org: null, kind: 'invalid', scopes: [], token: 'wrk_live_' + 'A'.repeat(40) },
+      { name: 'none', org: null, kind: 'none', scopes: [], token: undefined },
+    ];
     const resources: Resource[] = [];
     const ids: Record<Org, string[]> = { A: [], B: [] };
     for (const org of ['A', 'B'] as const) {
@@ -73,6 +80,7 @@ describe('isolation matrix: every credential on every resource', function () {
         creds.push({ name: `${org} key ${scope}`, org, kind: 'key', scopes: [scope], token: (await createKey(app.context, orgId, [scope])).token });
       }
       creds.push({ name: `${org} admin`, org, kind: 'admin', scopes: [], token: await adminToken({ organizationId: orgId }) });
+      creds.push({ name: `${org} operator`, org, kind: 'operator', scopes: [], token: await operatorToken({ organizationId: orgId }) });
       for (const ref of ['r1', 'r2']) {
         const session = await call(app.url, 'POST', '/v1/sessions', { token: all.token, body: { external_user_ref: ref } });
         creds.push({ name: `${org} session ${ref}`, org, kind: 'session', scopes: ['works:read'], ref, token: session.body.session_token });
@@ -107,6 +115,8 @@ describe('isolation matrix: every credential on every resource', function () {
       ['initRegistration', ['POST', '/v1/works/init', initBody()]],
       ['createSession', ['POST', '/v1/sessions', { external_user_ref: 'iso' }]],
       ['listWorks', ['GET', '/v1/works?network=testnet&first=100']],
+      ['metrics', ['GET', '/metrics']],
+      ['boardQueues', ['GET', '/admin/queues/api/queues']],
     ];
 
     const mismatches: string[] = [];
@@ -117,7 +127,8 @@ describe('isolation matrix: every credential on every resource', function () {
       const want = expected(route, c, r);
       if (reply.status !== want) mismatches.push(`${c.name} ${route} on ${r ? `${r.org}/${r.ref}` : '-'}: ${reply.status}, expected ${want} (${reply.text.slice(0, 120)})`);
       const other = c.org === 'A' ? ids.B : c.org === 'B' ? ids.A : [...ids.A, ...ids.B];
-      const leaked = other.filter((id) => reply.text.includes(id) && !path.includes(id));
+      // operators see every organization by design: the leak check is for the organization-bound roles
+      const leaked = route === 'metrics' || route === 'boardQueues' ? [] : other.filter((id) => reply.text.includes(id) && !path.includes(id));
       if (leaked.length) mismatches.push(`${c.name} ${route}: response shows ${leaked.join(', ')}`);
       if (route === 'listWorks' && reply.status === 200 && c.kind === 'session') {
         const own = resources.filter((x) => x.org === c.org && x.ref === c.ref).map((x) => x.workId);

@@ -1,4 +1,5 @@
-import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { objectExists } from '../storage/s3';
 import type { AppContext } from '../context';
 import type { WorkRecord, WorkVersionRecord } from '../works/types';
 import { announcedExplorerUrl, findVersion, workById } from '../works/repo';
@@ -17,7 +18,7 @@ type Deps = Pick<AppContext, 'db' | 'storage' | 'config'>;
 /** The certificate's object key, rendering and storing it first when S3 does not have it. */
 export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
   const key = certificateKey(work, version.version);
-  if (await exists(app, key)) return key;
+  if (await objectExists(app.storage, key)) return key;
   const pdf = await renderCertificate({
     workId: work.id,
     atsId: work.atsId,
@@ -60,16 +61,6 @@ export async function enqueueCertificate(app: Pick<AppContext, 'db' | 'queues' |
     await app.queues.certificates.add('render', { workId: tx.workId, version: tx.version }, { jobId: `certificate-${tx.workId}-${tx.version}` });
   } catch (err) {
     app.log.warn({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'certificate not enqueued; it will be rendered on first download');
-  }
-}
-
-async function exists(app: Deps, key: string): Promise<boolean> {
-  try {
-    await app.storage.client.send(new HeadObjectCommand({ Bucket: app.storage.bucket, Key: key }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
-    throw err;
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
-import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { objectExists } from '../../shared/storage/s3';
 import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
@@ -12,15 +12,7 @@ import { audioKey } from '../../shared/registration/service';
 import type { AppContext } from '../../shared/context';
 
 /** Whether the bucket still holds an object. */
-async function stored(ctx: AppContext, key: string): Promise<boolean> {
-  try {
-    await ctx.storage.client.send(new HeadObjectCommand({ Bucket: ctx.storage.bucket, Key: key }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
-    throw err;
-  }
-}
+const stored = (ctx: AppContext, key: string) => objectExists(ctx.storage, key);
 
 describe('a job moves one way: reserved → uploaded → prepared → confirmed (contract §4)', function () {
   this.timeout(240_000);

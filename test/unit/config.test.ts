@@ -47,9 +47,12 @@ describe('configuration', () => {
   });
 
   it('has safe webhook and operator defaults', () => {
-    const config = loadConfig({ ...valid, NODE_ENV: 'production' });
+    // production will not start until someone is named an operator
+    expect(() => loadConfig({ ...valid, NODE_ENV: 'production' })).to.throw(/operators must be configured in production/);
+    const config = loadConfig({ ...valid, NODE_ENV: 'production', OPERATOR_ORG_IDS: 'ops' });
     expect(config.webhooks).to.include({ allowHttp: false, allowPrivate: false, concurrency: 32, keepAliveMs: 4000, attemptRetentionDays: 30 });
-    expect(config.operators).to.deep.equal({ credential: undefined, orgIds: [] });
+    expect(config.operators).to.deep.equal({ credential: undefined, orgIds: ['ops'] });
+    expect(config.identity.maxTokenAgeSeconds).to.equal(3600);
     expect(config.workers.queues).to.include('webhooks-dead');
   });
 

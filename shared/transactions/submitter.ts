@@ -64,7 +64,7 @@ export class RelayerSubmitter {
    * `ats`: signs each call again over the owner nonce it must carry, in batch order (nonces.ts), under
    * the relayer's lock like the relayer's nonce. Returns the calls to batch.
    */
-  private async withAllocatedNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
+  private async withOwnerNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
     const owners = await trx('transactions as t')
       .join('wallets as w', (j) => j.on('w.organization_id', 't.organization_id').andOn('w.network', 't.network'))
       .whereIn('t.id', items.map((i) => i.id))
@@ -230,7 +230,7 @@ export class RelayerSubmitter {
       // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
       const onTheirWay = await trx('chain_submissions').where({ network, relayer, status: 'signed' }).pluck('nonce');
       const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay.map((n: string) => BigInt(n)), 1).nonces[0]);
-      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withAllocatedNonces(trx, network, items) : items.map((i) => i.call_hex as string);
+      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withOwnerNonces(trx, network, items) : items.map((i) => i.call_hex as string);
       const signed = await this.anchors.signBatch(network, callHexes, nonce);
       await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
       const [row] = await trx('chain_submissions')

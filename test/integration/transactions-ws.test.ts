@@ -192,7 +192,8 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
   it('a socket.io client on the second app subscribes and receives the same updates', async () => {
     const key = await createKey(first.context, await createOrg(first.context));
     const tx = await confirmedButHeld(key);
-    const socket: IoSocket = ioClient(second.url, { path: '/v1/socket.io', auth: { token: key.token }, reconnection: false });
+    // the credential goes in the HTTP handshake, checked before engine.io allocates anything
+    const socket: IoSocket = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer ${key.token}` }, reconnection: false });
     try {
       await new Promise<void>((resolve, reject) => {
         socket.once('connect', resolve);
@@ -218,7 +219,7 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
 
       // another organization's transaction: an error frame, no subscription
       const stranger = await createKey(first.context, await createOrg(first.context));
-      const foreign = ioClient(second.url, { path: '/v1/socket.io', auth: { token: stranger.token }, reconnection: false, transports: ['websocket'] });
+      const foreign = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer ${stranger.token}` }, reconnection: false, transports: ['websocket'] });
       try {
         const answer: any = await foreign.timeout(10_000).emitWithAck('subscribe', tx.id);
         expect(answer).to.deep.include({ type: 'error', transaction: null });
@@ -231,15 +232,26 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     }
   });
 
-  it('socket.io refuses a connection without a valid token, with the error envelope', async () => {
-    const socket = ioClient(second.url, { path: '/v1/socket.io', auth: { token: `wrk_live_${'b'.repeat(40)}` }, reconnection: false, transports: ['websocket'] });
+  it('socket.io refuses a handshake without a valid credential before allocating a session', async () => {
+    // the sockets of earlier tests gone first, so any session allocated here would show
+    await eventually(async () => (second.live.socketIoSessions() === 0 ? true : undefined), 'earlier socket.io sessions to close');
+    // anonymous, forged, and a session token where a key is expected in a query: 403 at the handshake itself
+    for (const query of ['', '&access_token=wrk_live_x', `&access_token=wrs_${'x'.repeat(40)}`]) {
+      const reply = await fetch(`${second.url}/v1/socket.io/?EIO=4&transport=polling${query}`);
+      expect(reply.status, query).to.equal(403);
+      expect((await reply.json()).message).to.match(/^auth\.unauthorized: /);
+    }
+    const forged = await fetch(`${second.url}/v1/socket.io/?EIO=4&transport=polling`, { headers: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` } });
+    expect(forged.status).to.equal(403);
+    const socket = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` }, reconnection: false, transports: ['websocket'] });
     try {
-      const err: Error & { data?: any } = await new Promise((resolve) => socket.once('connect_error', resolve));
-      expect(err.data.error.code).to.equal('auth.unauthorized');
-      expect(err.data.error.request_id).to.be.a('string');
+      const err: Error = await new Promise((resolve) => socket.once('connect_error', resolve));
+      expect(err.message).to.be.a('string');
+      expect(socket.connected).to.equal(false);
     } finally {
       socket.close();
     }
+    expect(second.live.socketIoSessions()).to.equal(0);
   });
 
   describe('limits', () => {

@@ -10,6 +10,8 @@ export interface LiveTracking {
   readonly hub: TransactionUpdatesHub;
   /** Closes every live socket (1001), then the subscriber connection; call before closing the HTTP server. */
   close(): Promise<void>;
+  /** engine.io sessions socket.io holds open on this process (each allocated by an accepted handshake). */
+  socketIoSessions(): number;
 }
 
 /** How long a stopping process waits for clients to answer its close frames. */
@@ -31,6 +33,7 @@ export function attachLiveTracking(server: http.Server, app: AppContext): LiveTr
   return {
     connections,
     hub,
+    socketIoSessions: () => io.engine.clientsCount,
     async close() {
       connections.shutdown();
       io.disconnectSockets(true);

@@ -24,13 +24,16 @@ export interface SocketIoDeps {
 
 /**
  * socket.io on the web's HTTP server for clients that want automatic reconnection (spec 4.11): the same
- * authentication as the plain socket (handshake `auth.token` or `Authorization`, or `access_token` for a
- * session token), then `subscribe` with a transaction id. Every web process receives every update from the
- * shared Redis channel, so a client reaches its updates whichever process it is connected to.
+ * authentication as the plain socket, then `subscribe` with a transaction id. The credential travels in the
+ * HTTP handshake itself (`Authorization: Bearer`, or `?access_token=` for a session token) and is checked
+ * there, before engine.io allocates a session: an anonymous or forged handshake costs one lookup and a 403,
+ * nothing that lingers (`auth.token` in the CONNECT packet came too late for that). Every web process receives
+ * every update from the shared Redis channel, so a client reaches its updates whichever process it is on.
  */
 export function attachSocketIo(server: http.Server, deps: SocketIoDeps): Server {
   const { app, connections } = deps;
   const heartbeatMs = app.config.live.heartbeatSeconds * 1000;
+  const authDeps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
   const io = new Server(server, {
     path: SOCKET_IO_PATH,
     serveClient: false,
@@ -39,14 +42,23 @@ export function attachSocketIo(server: http.Server, deps: SocketIoDeps): Server 
     pingInterval: heartbeatMs,
     pingTimeout: Math.min(20_000, heartbeatMs),
     connectTimeout: 10_000,
+    allowRequest: (req, callback) => {
+      const accessToken = new URL(req.url ?? '/', 'http://handshake').searchParams.get('access_token') ?? undefined;
+      authenticateLive(authDeps, { authorization: req.headers.authorization, accessToken }).then(
+        () => callback(null, true),
+        (err: unknown) => {
+          const refusal = refusalOf(err, app.log, pickRequestId(req.headers['x-request-id'] as string | undefined));
+          callback(`${refusal.code}: ${refusal.message}`, false);
+        },
+      );
+    },
   });
   io.use(async (socket, next) => {
     const requestId = pickRequestId(socket.handshake.headers['x-request-id'] as string | undefined);
     try {
-      const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-      const authorization = typeof token === 'string' ? (/^Bearer /i.test(token) ? token : `Bearer ${token}`) : socket.handshake.headers.authorization;
+      // the handshake's credential, checked by allowRequest; read again here (it may have been revoked since)
       const accessToken = socket.handshake.query.access_token;
-      const principal = await authenticateLive({ db: app.db, secretsKey: app.config.secrets.key, log: app.log }, { authorization, accessToken: typeof accessToken === 'string' ? accessToken : undefined });
+      const principal = await authenticateLive(authDeps, { authorization: socket.handshake.headers.authorization, accessToken: typeof accessToken === 'string' ? accessToken : undefined });
       const release = connections.reserve(principal.organizationId);
       socket.conn.once('close', release);
       socket.data.principal = principal;

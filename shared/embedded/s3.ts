@@ -40,6 +40,13 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
   };
 }
 
+/** An S3 error response, in S3's XML. */
+function s3Error(ctx: { status: number; type: string; body: unknown }, status: number, code: string, message: string): void {
+  ctx.status = status;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+}
+
 /**
  * Audio objects are write-once: a PUT to an `audio/` key that already exists answers 412, as a bucket with a
  * write-once (conditional write) rule does. This is what makes an upload URL single-use: a second PUT
@@ -52,10 +59,7 @@ function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }
     if (ctx.method === 'PUT' && ctx.path.startsWith(prefix) && !ctx.get('x-amz-copy-source')) {
       const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
       if (await store.existsObject(bucket, key)) {
-        ctx.status = 412;
-        ctx.type = 'application/xml';
-        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed</Code><Message>This upload URL has already been used</Message></Error>';
-        return;
+        return s3Error(ctx, 412, 'PreconditionFailed', 'This upload URL has already been used');
       }
     }
     await next();
@@ -70,16 +74,11 @@ export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
  * EntityTooLarge): s3rver would store whatever streams in.
  */
 function singlePutLimit() {
-  const refuse = (ctx: { status: number; type: string; body: unknown }, status: number, code: string, message: string) => {
-    ctx.status = status;
-    ctx.type = 'application/xml';
-    ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
-  };
   return async (ctx: { method: string; get(name: string): string; status: number; type: string; body: unknown }, next: () => Promise<void>) => {
     if (ctx.method === 'PUT' && !ctx.get('x-amz-copy-source')) {
       const length = ctx.get('content-length');
-      if (!/^\d+$/.test(length)) return refuse(ctx, 411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
-      if (Number(length) > S3_MAX_PUT_BYTES) return refuse(ctx, 400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
+      if (!/^\d+$/.test(length)) return s3Error(ctx, 411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
+      if (Number(length) > S3_MAX_PUT_BYTES) return s3Error(ctx, 400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
     }
     await next();
   };
@@ -125,27 +124,16 @@ function verifyPresignedV4() {
       // S3 judges the signature and its lifetime before anything about the object (a write-once refusal, say)
       const signedAt = Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]), Number(date[4]), Number(date[5]), Number(date[6]));
       if (Date.now() > signedAt + Number(ctx.query['X-Amz-Expires']) * 1000) {
-        ctx.status = 403;
-        ctx.type = 'application/xml';
-        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>';
-        return;
+        return s3Error(ctx, 403, 'AccessDenied', 'Request has expired');
       }
     }
     if (expected !== given) {
-      ctx.status = 403;
-      ctx.type = 'application/xml';
-      ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided.</Message></Error>';
-      return;
+      return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     }
     await next();
   };
 }
 
-const refuse = (ctx: KoaLike, code: string, message: string) => {
-  ctx.status = 403;
-  ctx.type = 'application/xml';
-  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
-};
 
 const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
@@ -157,11 +145,11 @@ const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^
 function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sha256']) {
   return async (ctx: KoaLike, next: () => Promise<void>) => {
     const auth = AUTHORIZATION.exec(ctx.get('authorization'));
-    if (!auth) return refuse(ctx, 'AccessDenied', 'Anonymous access is forbidden for this operation');
+    if (!auth) return s3Error(ctx, 403, 'AccessDenied', 'Anonymous access is forbidden for this operation');
     const [, accessKeyId, region, service, signedHeaders, given] = auth as unknown as [string, string, string, string, string, string];
-    if (accessKeyId !== ACCESS_KEY_ID) return refuse(ctx, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+    if (accessKeyId !== ACCESS_KEY_ID) return s3Error(ctx, 403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
     const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(ctx.get('x-amz-date'));
-    if (!date) return refuse(ctx, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+    if (!date) return s3Error(ctx, 403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
     const headers: Record<string, string> = {};
     for (const name of signedHeaders.split(';')) headers[name] = ctx.get(name);
     const query: Record<string, string> = {};
@@ -172,7 +160,7 @@ function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sh
       { signingDate: new Date(`${date[1]}-${date[2]}-${date[3]}T${date[4]}:${date[5]}:${date[6]}Z`) },
     );
     const expected = /Signature=([0-9a-f]{64})/.exec(String((signed as unknown as { headers: Record<string, string> }).headers.authorization ?? ''))?.[1];
-    if (expected !== given) return refuse(ctx, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
+    if (expected !== given) return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     await next();
   };
 }

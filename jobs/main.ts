@@ -5,6 +5,9 @@ import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { scheduleMaintenance } from './maintenance/processor';
 
+/** How long a worker gives the chain connection at start before it reports the node unreachable. */
+const NODE_GRACE_MS = 3000;
+
 export interface RunningJobs {
   readonly queues: readonly QueueName[];
   stop(): Promise<void>;
@@ -15,13 +18,15 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
   const context = createContext(config, log.child({ process: 'worker' }), 'worker');
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const running = startWorkers(context, queues, PROCESSORS);
-  // a node away at start is waited for (the connection retries); say so, and say when it is reached
+  // a node away at start is waited for (the connection retries); say so once the first connection has had
+  // its chance (a node merely still connecting is not reported), and say when it is reached
   for (const { network } of context.chains.networks) {
-    const health = await context.chains.health(network);
-    if (!health.ready) {
-      context.log.warn({ network, error: health.error }, `not ready: the ${network} node is unreachable; waiting for it`);
-      void context.chains.whenReady(network).then(() => context.log.info({ network }, `the ${network} node is reachable: ready`), () => undefined);
-    }
+    const reached = context.chains.whenReady(network);
+    void Promise.race([reached.then(() => true), new Promise<false>((resolve) => setTimeout(resolve, NODE_GRACE_MS, false).unref())]).then((ready) => {
+      if (ready) return;
+      context.log.warn({ network }, `not ready: the ${network} node is unreachable; waiting for it`);
+      void reached.then(() => context.log.info({ network }, `the ${network} node is reachable: ready`), () => undefined);
+    }, () => undefined);
   }
   if (queues.includes('maintenance')) {
     await scheduleMaintenance(context);

@@ -24,6 +24,8 @@ export interface LifecycleTarget {
 
 interface JobModel {
   readonly id: string;
+  /** Made through the web with short upload sessions. */
+  readonly short: boolean;
   readonly kind: 'register' | 'add_version';
   readonly atsId?: number;
   readonly uploadUrl?: string;
@@ -90,6 +92,7 @@ class Init implements Cmd {
     const ttl = this.short ? r.t.shortTtlSeconds : 600;
     m.jobs.push({
       id: b.job_id,
+      short: this.short,
       kind: this.version ? 'add_version' : 'register',
       atsId,
       uploadUrl: b.upload_url,
@@ -204,9 +207,9 @@ class PrepareConfirmRace implements Cmd {
 
 class Lapse implements Cmd {
   constructor(readonly job: number) {}
-  check = (m: Readonly<Model>) => m.jobs.some((j) => j.uploadExpiresAt - Date.now() < 60_000);
+  check = (m: Readonly<Model>) => m.jobs.some((j) => j.short);
   async run(m: Model) {
-    const short = m.jobs.filter((j) => j.uploadExpiresAt - Date.now() < 60_000);
+    const short = m.jobs.filter((j) => j.short);
     const job = short[this.job % short.length]!;
     // the clock passes the session's expiry (time-driven, not a delay tuned to this machine)
     while (session(job) !== 'over') await new Promise((resolve) => setTimeout(resolve, Math.max(50, job.uploadExpiresAt + 1600 - Date.now())));

@@ -6,8 +6,8 @@ import { Client } from 'pg';
 import { Redis } from 'ioredis';
 import { loadConfig, processEnv, type Config, type Env } from '../../shared/config';
 import { createDb, migrateLatest } from '../../shared/db/knex';
-import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
-import { startEmbedded } from '../../shared/embedded';
+import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
+import { startEmbedded } from '../../shared/dev/embedded';
 
 export interface BenchServices {
   /** Every variable a web or worker process of this bench needs. */

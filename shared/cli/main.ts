@@ -12,7 +12,7 @@ import { AppError, notFound } from '../errors';
 import { createDb } from '../db/knex';
 import { SecretBox } from '../crypto/secret-box';
 import { createOrganization, creditOrganization, isUuid, setOrganizationStatus, showOrganization } from '../organizations/service';
-import { mintDevToken, readDevIdpKey } from '../identity/dev-provider';
+import { mintDevToken, readDevIdpKey } from '../dev/identity-provider';
 import { createRedis } from '../redis/client';
 import { createQueues, closeQueues, type Queues } from '../queue/queues';
 import { listDeadDeliveries, retryDeadDeliveries } from '../webhooks/dead-letters';

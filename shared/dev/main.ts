@@ -7,7 +7,7 @@ import { promises as fs } from 'node:fs';
 import { loadConfig, loadDevOptions, processEnv, type Env } from '../config';
 import { createLogger } from '../logger';
 import { createDb, migrateLatest } from '../db/knex';
-import { startEmbedded } from '../embedded';
+import { startEmbedded } from './embedded';
 import { startWeb } from '../../web/main';
 import { startJobs } from '../../jobs/main';
 

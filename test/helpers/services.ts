@@ -4,8 +4,8 @@ import { promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, processEnv, type Config, type Env } from '../../shared/config';
 import { createDb, migrateLatest } from '../../shared/db/knex';
-import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
-import { startEmbedded, type EmbeddedDependencies } from '../../shared/embedded';
+import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
+import { startEmbedded, type EmbeddedDependencies } from '../../shared/dev/embedded';
 import { IDP, startIdentityProvider, stopIdentityProvider } from './identity';
 
 export interface TestServices {

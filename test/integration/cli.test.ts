@@ -10,7 +10,7 @@ import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { register } from '../helpers/registration';
 import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { configWith, testServices } from '../helpers/services';
-import { ensureDevIdpKey } from '../../shared/identity/dev-provider';
+import { ensureDevIdpKey } from '../../shared/dev/identity-provider';
 import { createWebApp } from '../../web/app';
 
 const run = promisify(execFile);

@@ -9,8 +9,8 @@ import { register } from '../helpers/registration';
 import { testServices } from '../helpers/services';
 import { loadConfig, parseEnvFile, type Env } from '../../shared/config';
 import { createContext, closeContext } from '../../shared/context';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
-import { freePort } from '../../shared/embedded/net';
+import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
+import { freePort } from '../../shared/dev/embedded/net';
 
 /**
  * `npm run dev` stopped with Ctrl-C and started again (issue 17): the embedded chain starts afresh while the

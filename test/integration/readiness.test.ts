@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startApp, call, expectError } from '../helpers/app';
 import { configWith } from '../helpers/services';
-import { startPrivateRedis } from '../../shared/embedded/redis';
+import { startPrivateRedis } from '../../shared/dev/embedded/redis';
 import { createOrg, createKey } from '../helpers/factories';
 import { initBody } from '../helpers/registration';
 

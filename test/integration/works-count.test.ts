@@ -7,7 +7,7 @@ import { addVersion, initBody, register } from '../helpers/registration';
 import { testServices } from '../helpers/services';
 import { useStack } from '../helpers/workers';
 import { createDb } from '../../shared/db/knex';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/embedded/postgres';
+import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 
 /**
  * GET /v1/works's total_count without a ref comes from work_counts, kept by triggers on works (migration

@@ -1,5 +1,5 @@
 /** The soak's chain, in a process of its own so its memory is not counted as the service's: prints its URL. */
-import { startLocalChain } from '../../shared/embedded/chain';
+import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
 
 (async () => {

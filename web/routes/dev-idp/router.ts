@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { readDevIdpKey } from '../../../shared/identity/dev-provider';
+import { readDevIdpKey } from '../../../shared/dev/identity-provider';
 
 /** The embedded identity provider's JWKS; mounted only when DEV_IDP_KEY_FILE is set (never in production). */
 export function devIdpRouter(keyFile: string): Router {

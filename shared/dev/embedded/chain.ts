@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { withProcessEnv } from '../config';
+import { withProcessEnv } from '../../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
 
 export interface ChainHandle {

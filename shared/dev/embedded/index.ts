@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import type { Env } from '../config';
+import type { Env } from '../../config';
 import { ensurePostgres, createDatabaseIfMissing } from './postgres';
 import { ensureRedis } from './redis';
 import { startS3rver } from './s3';
 import { startLocalChain } from './chain';
-import { relayerAddress } from '../chain/keys';
-import { ensureDevIdpKey } from '../identity/dev-provider';
+import { relayerAddress } from '../../chain/keys';
+import { ensureDevIdpKey } from '../identity-provider';
 
 export interface EmbeddedOptions {
   readonly dataDir: string;

@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources } from '../shared/resources';
 import { createOrg, createKey } from '../test/helpers/factories';
 import { initBody } from '../test/helpers/registration';
 import { benchMain, say } from './lib/main';
@@ -26,7 +26,7 @@ benchMain(async (options) => {
   say(`api: ${connections} connections, ${seconds} s, ${runs} runs`);
   const services = await startBenchServices('api', { blocks: 'instant', env });
   Object.assign(report.versions, services.versions);
-  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const context = openResources(services.config, createLogger('warn'), 'dev');
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   try {
     const key = await createKey(context, await createOrg(context, 1000));
@@ -72,7 +72,7 @@ benchMain(async (options) => {
     report.write(options.outDir);
   } finally {
     await web.stop();
-    await closeContext(context);
+    await context.close();
     await services.stop();
   }
 });

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources } from '../shared/resources';
 import { createOrg, createKey } from '../test/helpers/factories';
 import { initBody } from '../test/helpers/registration';
 import { benchMain, say } from './lib/main';
@@ -28,7 +28,7 @@ benchMain(async (options) => {
   say(`hash: ${mb} MB, ${runs} runs`);
   const services = await startBenchServices('hash', { blocks: 'instant' });
   Object.assign(report.versions, services.versions);
-  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const context = openResources(services.config, createLogger('warn'), 'dev');
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   const worker = await startWorkerProcess(services.env, services.config, ['prepare'], { profileDir: options.profileDir });
   const getter = fork(path.join(__dirname, 'lib/s3-get.ts'), [], { execArgv: ['--expose-gc', '--import', 'tsx'], env: { PATH: process.env.PATH, ...services.env } });
@@ -101,7 +101,7 @@ benchMain(async (options) => {
     getter.kill();
     await worker.stop();
     await web.stop();
-    await closeContext(context);
+    await context.close();
     await services.stop();
   }
 });

@@ -1,5 +1,5 @@
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext, type AppContext } from '../shared/context';
+import { openResources, type Resources } from '../shared/resources';
 import { listWorks } from '../shared/works/service';
 import { encodeCursor } from '../shared/works/cursor';
 import type { Principal } from '../shared/api-keys/types';
@@ -31,7 +31,7 @@ benchMain(async (options) => {
   say(`listing: ${total} works over ${ORGANIZATIONS} organizations (the largest ${large}), ${runs} runs of ${requests} requests per query`);
   const services = await startBenchServices('listing', { blocks: 'instant' });
   Object.assign(report.versions, services.versions);
-  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const context = openResources(services.config, createLogger('warn'), 'dev');
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   try {
     const orgs: string[] = [];
@@ -106,13 +106,13 @@ benchMain(async (options) => {
     report.write(options.outDir);
   } finally {
     await web.stop();
-    await closeContext(context);
+    await context.close();
     await services.stop();
   }
 });
 
 /** The works in one statement: work g belongs to the largest organization for g ≤ large, else to the others in turn. */
-async function insertWorks(app: AppContext, orgs: string[], total: number, large: number): Promise<void> {
+async function insertWorks(app: Resources, orgs: string[], total: number, large: number): Promise<void> {
   const { db } = app;
   await db.raw(
     `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, external_user_ref, has_files, created_at, latest_version_at)

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { QUEUE_NAMES } from '../shared/config';
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources, type Resources } from '../shared/resources';
 import { AnchorService } from '../shared/chain/anchors';
 import { createOrg, createKey, type TestKey } from '../test/helpers/factories';
 import { initBody } from '../test/helpers/registration';
@@ -34,7 +34,7 @@ benchMain(async (options) => {
   say(`pipeline: ${count} registrations, ${clients} clients, a block every ${BLOCK_MS} ms, ${runs} runs`);
   const services = await startBenchServices('pipeline', { blocks: BLOCK_MS });
   Object.assign(report.versions, services.versions);
-  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await new WebhookReceiver().start();
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   const worker = await startWorkerProcess(services.env, services.config, [...QUEUE_NAMES], { profileDir: options.profileDir });
@@ -133,7 +133,7 @@ benchMain(async (options) => {
     await worker.stop();
     await web.stop();
     await receiver.stop();
-    await closeContext(context);
+    await context.close();
     await services.stop();
   }
 });
@@ -143,7 +143,7 @@ benchMain(async (options) => {
  * chain job took it, until its call was in a signed batch, until that batch was in a block, until finality was
  * recorded, until the webhook arrived.
  */
-async function phaseTimes(context: ReturnType<typeof createContext>, ids: string[], webhookAt: Map<string, number>) {
+async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<string, number>) {
   const rows = await context.db('transactions').whereIn('id', ids).select('id', 'created_at', 'steps');
   const stretches: Record<string, number[]> = { queued: [], batched: [], in_block: [], finalized: [], webhook: [] };
   for (const row of rows) {

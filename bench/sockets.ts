@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fork, type ChildProcess } from 'node:child_process';
 import WebSocket from 'ws';
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources } from '../shared/resources';
 import { startTestWorkers } from '../test/helpers/workers';
 import { createOrg, createKey } from '../test/helpers/factories';
 import { register } from '../test/helpers/registration';
@@ -33,13 +33,13 @@ benchMain(async (options) => {
   const bare = fork(path.join(__dirname, 'lib/bare-ws.ts'), [], { execArgv: ['--expose-gc', '--import', 'tsx'] });
   try {
     // pending transactions: a prepare worker for the quotes, no chain worker, so they stay where they are
-    const context = createContext(services.config, createLogger('warn'), 'worker');
+    const context = openResources(services.config, createLogger('warn'), 'dev');
     const workers = await startTestWorkers(services.config, ['prepare']);
     const key = await createKey(context, await createOrg(context, 1_000_000));
     const ids: string[] = [];
     for (let i = 0; i < TRANSACTIONS; i++) ids.push((await register(web.url, key.token)).confirm.body.transaction_id);
     await workers.stop();
-    await closeContext(context);
+    await context.close();
     const wsBase = web.url.replace(/^http/, 'ws');
     const bareUrl = (await reply<{ url: string }>(bare, 'listening')).url;
     const bareMeasure = async () => {

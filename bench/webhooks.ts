@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger } from '../shared/logger';
-import { createContext, closeContext, type AppContext } from '../shared/context';
+import { openResources, type Resources } from '../shared/resources';
 import { accessCodeAad } from '../shared/webhooks/service';
-import { deliveryJobOptions } from '../shared/webhooks/enqueue';
+import { deliveryJobOptions } from '../shared/queue/jobs';
 import { createOrg, createKey, type TestKey } from '../test/helpers/factories';
 import { benchMain, say } from './lib/main';
 import { pick } from './lib/options';
@@ -34,7 +34,7 @@ benchMain(async (options) => {
   const report = new BenchReport('webhooks', options.smoke, { events: count, runs, webhook_concurrency: concurrency, webhook_keep_alive_ms: keepAliveMs, worker_processes: [1, scaled] });
   Object.assign(report.versions, services.versions);
   say(`webhooks: ${count} events, ${runs} runs, 1 then ${scaled} worker processes`);
-  const context = createContext(services.config, createLogger('warn'), 'worker');
+  const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await startReceiver();
   const startWorker = () => startWorkerProcess(services.env, services.config, ['webhooks'], { profileDir: options.profileDir });
   const worker = await startWorker();
@@ -76,7 +76,7 @@ benchMain(async (options) => {
     flood.kill();
     await worker.stop();
     await receiver.stop();
-    await closeContext(context);
+    await context.close();
     await services.stop();
   }
 });
@@ -121,7 +121,7 @@ interface Delivered {
 
 /** Records `count` events, enqueues their deliveries at once and times them until all are delivered and recorded. */
 async function deliverEvents(
-  app: AppContext,
+  app: Resources,
   receiver: Receiver,
   workers: readonly WorkerProcess[],
   { organizationId, key, count }: { organizationId: string; key: TestKey; count: number },
@@ -132,7 +132,7 @@ async function deliverEvents(
   const started = process.hrtime.bigint();
   const arrived = receiver.waitFor(count);
   for (let i = 0; i < deliveries.length; i += 1000) {
-    await app.queues.webhooks.addBulk(deliveries.slice(i, i + 1000).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(app.config.webhooks, id) })));
+    await app.queues.webhooks.addBulk(deliveries.slice(i, i + 1000).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(app.config.webhooks.retrySchedule, id) })));
   }
   const lastBody = await arrived;
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -156,13 +156,13 @@ async function deliverEvents(
 }
 
 /** The PostgreSQL backend processes serving the bench database (the workers' pools and the bench's own). */
-async function postgresBackends(app: AppContext): Promise<number[]> {
+async function postgresBackends(app: Resources): Promise<number[]> {
   const { rows } = await app.db.raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
   return rows.map((r: { pid: number }) => r.pid);
 }
 
 /** The Redis server's user and system CPU so far (ms), from INFO. */
-async function redisCpuMs(app: AppContext): Promise<number> {
+async function redisCpuMs(app: Resources): Promise<number> {
   const info = await app.redis.info('cpu');
   const read = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
   return (read('used_cpu_user') + read('used_cpu_sys')) * 1000;
@@ -192,7 +192,7 @@ function cpuSince(before: Map<number, number>, pids: readonly number[]): number 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** N finalized registrations with their event and pending delivery, written in bulk; returns the delivery ids. */
-async function recordEvents(app: AppContext, organizationId: string, key: TestKey, url: string, count: number): Promise<string[]> {
+async function recordEvents(app: Resources, organizationId: string, key: TestKey, url: string, count: number): Promise<string[]> {
   const { db, box } = app;
   const transactions: string[] = (
     await db.raw(

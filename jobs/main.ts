@@ -1,6 +1,6 @@
 import { loadConfigOrExit, type Config, type QueueName } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { scheduleMaintenance } from './maintenance/processor';
@@ -15,12 +15,12 @@ export interface RunningJobs {
 
 /** Runs the processors of the queues named in WORKER_QUEUES (all registered ones when unset). */
 export async function startJobs(config: Config, log: Logger): Promise<RunningJobs> {
-  const context = createContext(config, log.child({ process: 'worker' }), 'worker');
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
+  const context = openResources(config, log.child({ process: 'worker' }), { worker: queues });
   const running = startWorkers(context, queues, PROCESSORS);
   // a node away at start is waited for (the connection retries); say so once the first connection has had
   // its chance (a node merely still connecting is not reported), and say when it is reached
-  for (const { network } of context.chains.networks) {
+  for (const { network } of context.hasChains ? context.chains.networks : []) {
     const reached = context.chains.whenReady(network);
     void Promise.race([reached.then(() => true), new Promise<false>((resolve) => setTimeout(resolve, NODE_GRACE_MS, false).unref())]).then((ready) => {
       if (ready) return;
@@ -37,7 +37,7 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
     queues,
     async stop() {
       await running.stop();
-      await closeContext(context);
+      await context.close();
     },
   };
 }

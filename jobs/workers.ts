@@ -1,17 +1,18 @@
 import { Worker, type Processor } from 'bullmq';
 import type { QueueName } from '../shared/config';
-import type { AppContext } from '../shared/context';
+import type { Resources } from '../shared/resources';
+import type { JobData } from '../shared/queue/jobs';
 import { bullPrefix, QUEUE_DEFINITIONS } from '../shared/queue/queues';
 import { createRedis, type Redis } from '../shared/redis/client';
-import { webhookBackoff } from './webhooks/processor';
+import { deliveryStallAllowance, scheduleBackoff } from '../shared/webhooks/retry-policy';
 
 /** A queue's processor, and what to wait for on shutdown besides its jobs (work it carries on outside them). */
-export interface QueueProcessor {
-  readonly process: Processor;
+export interface QueueProcessor<Data> {
+  readonly process: Processor<Data>;
   settle(): Promise<void>;
 }
-export type ProcessorFactory = (ctx: AppContext) => Processor | QueueProcessor;
-export type ProcessorRegistry = Partial<Record<QueueName, ProcessorFactory>>;
+export type ProcessorFactory<N extends QueueName> = (ctx: Resources) => Processor<JobData[N]> | QueueProcessor<JobData[N]>;
+export type ProcessorRegistry = { readonly [N in QueueName]?: ProcessorFactory<N> };
 
 export interface RunningWorkers {
   readonly workers: readonly Worker[];
@@ -23,20 +24,20 @@ export interface RunningWorkers {
  * Jobs in flight per worker process: deliveries mostly wait on partners' endpoints (WEBHOOK_CONCURRENCY); chain
  * and prepare jobs mostly wait on the chain (their queue's own figure); the rest are capped by WORKER_CONCURRENCY.
  */
-function concurrencyOf(ctx: AppContext, name: QueueName): number {
+function concurrencyOf(ctx: Resources, name: QueueName): number {
   const { concurrency, waits } = QUEUE_DEFINITIONS[name];
   if (name === 'webhooks') return ctx.config.webhooks.concurrency;
   return waits ? concurrency : Math.min(concurrency, ctx.config.workers.concurrency * 4);
 }
 
 /** A queue's stall allowance (queues.ts); the webhooks' follows the retry schedule's steps. */
-export function maxStalledCountOf(ctx: AppContext, name: QueueName): number {
+export function maxStalledCountOf(ctx: Resources, name: QueueName): number {
   const count = QUEUE_DEFINITIONS[name].maxStalledCount;
-  return count === 'schedule' ? ctx.config.webhooks.retrySchedule.length : count;
+  return count === 'schedule' ? deliveryStallAllowance(ctx.config.webhooks.retrySchedule) : count;
 }
 
 /** Starts one BullMQ worker per named queue, each with its own blocking connection. */
-export function startWorkers(ctx: AppContext, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
+export function startWorkers(ctx: Resources, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
   const connections: Redis[] = [];
   const settlers: (() => Promise<void>)[] = [];
   const workers = queues.map((name) => {
@@ -44,7 +45,8 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
     if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
     const connection = createRedis(ctx.config.redis.url, 'worker', `works-api:worker:${name}`);
     connections.push(connection);
-    const made = factory(ctx);
+    // each queue's processor takes its own JobData; the worker of that queue only ever hands it that
+    const made = factory(ctx) as Processor | QueueProcessor<unknown>;
     if (typeof made !== 'function') settlers.push(() => made.settle());
     const worker = new Worker(name, typeof made === 'function' ? made : made.process, {
       connection,
@@ -56,7 +58,7 @@ export function startWorkers(ctx: AppContext, queues: readonly QueueName[], regi
       stalledInterval: ctx.config.workers.lockMs,
       // a job whose worker died (or stalled past its lock) is run again, as often as its queue says
       maxStalledCount: maxStalledCountOf(ctx, name),
-      settings: { backoffStrategy: webhookBackoff(ctx.config.webhooks.retrySchedule) },
+      settings: { backoffStrategy: scheduleBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });
     worker.on('failed', (job, err) => log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'));

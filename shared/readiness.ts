@@ -1,5 +1,7 @@
-import type { AppContext } from './context';
-import { pingStorage } from './storage/s3';
+import type { Knex } from 'knex';
+import type { Redis } from './redis/client';
+import { pingStorage, type Storage } from './storage/s3';
+import type { ChainConnections } from './chain/connections';
 
 export interface ReadinessReport {
   readonly ready: boolean;
@@ -9,7 +11,7 @@ export interface ReadinessReport {
 const TIMEOUT_MS = 3000;
 
 /** Probes every dependency in parallel, each bounded, and names what failed. */
-export async function checkReadiness(ctx: Pick<AppContext, 'db' | 'redis' | 'storage' | 'chains'>): Promise<ReadinessReport> {
+export async function checkReadiness(ctx: { readonly db: Knex; readonly redis: Redis; readonly storage: Storage; readonly chains: ChainConnections }): Promise<ReadinessReport> {
   const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
     postgres: async () => void (await ctx.db.raw('select 1')),
     redis: async () => void (await ctx.redis.ping()),

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import helmet from 'koa-helmet';
-import type { AppContext } from '../shared/context';
+import type { Resources } from '../shared/resources';
 import { createIdentityVerifier, type AdminVerifier } from '../shared/identity/admin-verifier';
 import { requestId } from './middleware/request-id';
 import { errors } from './middleware/errors';
@@ -23,7 +23,7 @@ export interface WebAppOptions {
 }
 
 /** Builds the Koa application; listening and WebSockets are main.ts's business. */
-export function createWebApp(app: AppContext, options: WebAppOptions = {}): Koa {
+export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   const koa = new Koa({ proxy: app.config.http.trustProxy });
   const metrics = createWebMetrics(app.queues);
   const verifyAdmin = options.verifyAdmin ?? createIdentityVerifier(app.config.identity);

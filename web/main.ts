@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { loadConfigOrExit, type Config } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
-import { createContext, closeContext } from '../shared/context';
+import { openResources } from '../shared/resources';
 import { createWebApp } from './app';
 import { attachLiveTracking, type LiveTracking } from './ws';
 import { answerClientErrors } from './client-errors';
@@ -18,7 +18,7 @@ export interface RunningWeb {
  * order on stop (live sockets, stop accepting, drain, close connections).
  */
 export async function startWeb(config: Config, log: Logger): Promise<RunningWeb> {
-  const context = createContext(config, log.child({ process: 'web' }), 'web');
+  const context = openResources(config, log.child({ process: 'web' }), 'web');
   const app = createWebApp(context);
   const server = http.createServer(app.callback());
   answerClientErrors(server);
@@ -40,7 +40,7 @@ export async function startWeb(config: Config, log: Logger): Promise<RunningWeb>
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await closeContext(context);
+      await context.close();
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import type { Network } from '../../shared/config';
 
 export interface ChainCapacity {
@@ -17,7 +17,7 @@ export interface ChainCapacity {
  * more call in a relayer batch, against the normal dispatch class's block weight and length. Extrinsics may
  * share a block, so the per-extrinsic limit does not bound it.
  */
-export async function chainCapacity(app: AppContext, network: Network, callHex: string, relayer: string): Promise<ChainCapacity> {
+export async function chainCapacity(app: Resources, network: Network, callHex: string, relayer: string): Promise<ChainCapacity> {
   const api = (await app.chains.api(network)) as any;
   const batch = (n: number) => {
     const calls = Array.from({ length: n }, () => api.createType('Call', callHex));

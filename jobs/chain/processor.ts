@@ -1,5 +1,6 @@
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import type { QueueProcessor } from '../workers';
+import type { JobData } from '../../shared/queue/jobs';
 import { AnchorService } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
@@ -10,12 +11,12 @@ import { RelayerSubmitter } from '../../shared/transactions/submitter';
  * leaves the submitter's round once its own call has moved on, so on shutdown the worker also waits for the
  * round to end.
  */
-export const chainProcessor = (app: AppContext): QueueProcessor => {
+export const chainProcessor = (app: Resources): QueueProcessor<JobData['chain']> => {
   const anchors = new AnchorService(app.chains);
   const submitter = new RelayerSubmitter(app, anchors);
   return {
     process: async (job) => {
-      const tx = await advanceTransaction({ app, anchors, submitter }, job.data.transactionId as string);
+      const tx = await advanceTransaction({ app, anchors, submitter }, job.data.transactionId);
       return { status: tx.status };
     },
     settle: () => submitter.settle(),

@@ -1,9 +1,10 @@
 import type { Processor } from 'bullmq';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
 import { reconcileDeliveries } from '../../shared/webhooks/reconcile';
 import { pruneWebhookAttempts } from '../../shared/webhooks/attempts';
 import { sweepUploads } from '../../shared/registration/upload-sweep';
+import { scheduleRepeatable } from '../../shared/queue/jobs';
 
 export const RECONCILE_JOB = 'reconcile-transactions';
 export const PRUNE_WEBHOOK_ATTEMPTS_JOB = 'prune-webhook-attempts';
@@ -14,7 +15,7 @@ const PRUNE_EVERY_MS = 3600_000;
 const SWEEP_UPLOADS_EVERY_MS = 600_000;
 
 /** Repeatable housekeeping (scheduled by the worker entry point). */
-export const maintenanceProcessor = (app: AppContext): Processor => async (job) => {
+export const maintenanceProcessor = (app: Resources): Processor => async (job) => {
   if (job.name === RECONCILE_JOB) {
     const idle = { idleSeconds: app.config.reconcile.idleSeconds };
     return { requeued: (await reconcileTransactions(app, idle)).length, deliveries: (await reconcileDeliveries(app, idle)).length };
@@ -25,8 +26,8 @@ export const maintenanceProcessor = (app: AppContext): Processor => async (job) 
 };
 
 /** Schedules the housekeeping once per deployment (BullMQ keeps one schedule per id, however many workers call it). */
-export async function scheduleMaintenance(app: AppContext): Promise<void> {
-  await app.queues.maintenance.upsertJobScheduler(RECONCILE_JOB, { every: app.config.reconcile.everyMs }, { name: RECONCILE_JOB });
-  await app.queues.maintenance.upsertJobScheduler(PRUNE_WEBHOOK_ATTEMPTS_JOB, { every: PRUNE_EVERY_MS }, { name: PRUNE_WEBHOOK_ATTEMPTS_JOB });
-  await app.queues.maintenance.upsertJobScheduler(SWEEP_UPLOADS_JOB, { every: SWEEP_UPLOADS_EVERY_MS }, { name: SWEEP_UPLOADS_JOB });
+export async function scheduleMaintenance(app: Resources): Promise<void> {
+  await scheduleRepeatable(app.queues, RECONCILE_JOB, app.config.reconcile.everyMs);
+  await scheduleRepeatable(app.queues, PRUNE_WEBHOOK_ATTEMPTS_JOB, PRUNE_EVERY_MS);
+  await scheduleRepeatable(app.queues, SWEEP_UPLOADS_JOB, SWEEP_UPLOADS_EVERY_MS);
 }

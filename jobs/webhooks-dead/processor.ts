@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Processor } from 'bullmq';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
+import type { JobData } from '../../shared/queue/jobs';
 import { deadReason, reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
 
 /**
@@ -8,8 +9,8 @@ import { deadReason, reviveDeadDelivery } from '../../shared/webhooks/dead-lette
  * schedule) and completes, which removes the dead letter. Either run does nothing once the delivery is no
  * longer dead (retried through the CLI meanwhile).
  */
-export const webhooksDeadProcessor = (app: AppContext): Processor => async (job) => {
-  const deliveryId = job.data.deliveryId as string;
+export const webhooksDeadProcessor = (app: Resources): Processor<JobData['webhooks-dead']> => async (job) => {
+  const deliveryId = job.data.deliveryId;
   if (!job.data.parked) {
     const reason = await deadReason(app.db, deliveryId);
     if (!reason) return { skipped: 'the delivery is not dead' };

@@ -1,17 +1,11 @@
-import { UnrecoverableError, type Job, type Processor } from 'bullmq';
-import type { AppContext } from '../../shared/context';
+import { UnrecoverableError, type Processor } from 'bullmq';
+import type { Resources } from '../../shared/resources';
 import { attemptDelivery, type AttemptDeps } from '../../shared/webhooks/delivery';
-import { addDeadLetter, reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
+import { reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
+import { enqueueDeadLetter, type JobData, type JobOf } from '../../shared/queue/jobs';
+import { RetryDelivery } from '../../shared/webhooks/retry-policy';
 import { DeliveryConnections } from '../../shared/webhooks/connections';
 import { DeliveryRepo } from '../../shared/webhooks/repo';
-
-/** A retryable attempt failed; `delayMs` (the schedule, lengthened by a Retry-After) is read by the backoff. */
-export class RetryDelivery extends Error {
-  override readonly name = 'RetryDelivery';
-  constructor(message: string, readonly delayMs: number) {
-    super(message);
-  }
-}
 
 /**
  * One attempt per job run. A retryable outcome throws RetryDelivery and BullMQ waits the delay it carries;
@@ -19,7 +13,7 @@ export class RetryDelivery extends Error {
  * puts it in the `webhooks-dead` queue. The process's deliveries share kept-alive connections (connections.ts)
  * and batched statements (repo.ts).
  */
-export const webhooksProcessor = (app: AppContext): Processor => {
+export const webhooksProcessor = (app: Resources): Processor<JobData['webhooks']> => {
   const using: AttemptDeps = {
     repo: new DeliveryRepo(app.db),
     connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs }),
@@ -27,8 +21,8 @@ export const webhooksProcessor = (app: AppContext): Processor => {
   return (job) => deliver(app, using, job);
 };
 
-async function deliver(app: AppContext, using: AttemptDeps, job: Job) {
-  const deliveryId = job.data.deliveryId as string;
+async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'>) {
+  const deliveryId = job.data.deliveryId;
   const delivery = await using.repo.load(deliveryId);
   if (!delivery) return { skipped: 'unknown delivery' };
   if (delivery.status === 'delivered') return { skipped: 'already delivered' };
@@ -52,7 +46,7 @@ async function deliver(app: AppContext, using: AttemptDeps, job: Job) {
       throw new RetryDelivery(`attempt ${decision.attempt} failed (${decision.reason}); next in ${decision.delayMs / 1000} s`, decision.delayMs);
     case 'dead': {
       // Never let this job run again on its own: a rerun of a dead delivery's job counts as an operator's retry.
-      const parked = await addDeadLetter(app.queues, deliveryId).then(
+      const parked = await enqueueDeadLetter(app.queues, deliveryId).then(
         () => 'dead-lettered to webhooks-dead',
         (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,
       );
@@ -60,12 +54,3 @@ async function deliver(app: AppContext, using: AttemptDeps, job: Job) {
     }
   }
 }
-
-/**
- * The `schedule` backoff: the delay the failed run asked for, else the step of the retry schedule (contract
- * §7) for the attempt that just failed. Set on every worker; only delivery jobs use the `schedule` type.
- */
-export const webhookBackoff = (schedule: readonly number[]) => (attemptsMade: number, _type?: string, err?: Error) => {
-  if (err instanceof RetryDelivery) return err.delayMs;
-  return (schedule[Math.min(attemptsMade - 1, schedule.length - 1)] ?? 0) * 1000;
-};

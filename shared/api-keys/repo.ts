@@ -68,7 +68,7 @@ export interface KeyLookup {
 
 export async function findKeyByHash(db: Knex, tokenHash: Buffer): Promise<KeyLookup | undefined> {
   const row = await db('api_keys as k')
-    .join('organizations as o', 'o.id', 'k.organization_id')
+    .join('organization_statuses as o', 'o.id', 'k.organization_id')
     .where('k.token_hash', tokenHash)
     .first(
       ...COLUMNS.map((c) => `k.${c}`),
@@ -80,7 +80,7 @@ export async function findKeyByHash(db: Knex, tokenHash: Buffer): Promise<KeyLoo
 
 export async function findActiveKey(db: Knex, id: string): Promise<(KeyLookup & { key: ApiKey }) | undefined> {
   const row = await db('api_keys as k')
-    .join('organizations as o', 'o.id', 'k.organization_id')
+    .join('organization_statuses as o', 'o.id', 'k.organization_id')
     .where('k.id', id)
     .first(...COLUMNS.map((c) => `k.${c}`), 'o.status as organization_status');
   return row ? { key: toApiKey(row), organizationStatus: row.organization_status, stale: false } : undefined;

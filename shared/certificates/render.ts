@@ -1,5 +1,5 @@
 import PDFDocument from 'pdfkit';
-import type { Creator } from '../registration/commitment';
+import type { Creator } from '../works/types';
 import { registerFonts, type Doc, type Face } from './fonts';
 import { heightOf, typeset } from './typeset';
 import { COLORS, drawFrame, drawQr, drawRule, drawSeal } from './ornaments';

@@ -1,9 +1,11 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { objectExists } from '../storage/s3';
-import type { AppContext } from '../context';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Storage } from '../storage/s3';
 import type { WorkRecord, WorkVersionRecord } from '../works/types';
-import { announcedExplorerUrl, findVersion, workById } from '../works/repo';
-import { findTransaction } from '../transactions/repo';
+import { findVersion, workById } from '../works/repo';
+import { announcedExplorerUrl } from '../transactions/repo';
 import { renderCertificate } from './render';
 
 /**
@@ -13,7 +15,13 @@ import { renderCertificate } from './render';
  */
 export const certificateKey = (work: Pick<WorkRecord, 'organizationId' | 'id'>, version: number) => `certificates/${work.organizationId}/${work.id}/v${version}.pdf`;
 
-type Deps = Pick<AppContext, 'db' | 'storage' | 'config'>;
+export interface CertificateDeps {
+  readonly db: Knex;
+  readonly storage: Storage;
+  readonly config: Pick<Config, 'chains'>;
+}
+
+type Deps = CertificateDeps;
 
 /** The certificate's object key, rendering and storing it first when S3 does not have it. */
 export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
@@ -48,20 +56,6 @@ export async function renderCertificateOf(app: Deps, workId: string, version: nu
   const work = await workById(app.db, workId);
   const found = work && (await findVersion(app.db, work.id, version));
   return found ? ensureCertificate(app, work, found) : undefined;
-}
-
-/**
- * Asks the `certificates` queue to render the version a transaction finalized (called once finalization has
- * committed). A failure to enqueue is only logged: the certificate is then rendered when first downloaded.
- */
-export async function enqueueCertificate(app: Pick<AppContext, 'db' | 'queues' | 'log'>, transactionId: string): Promise<void> {
-  try {
-    const tx = await findTransaction(app.db, transactionId);
-    if (tx?.status !== 'finalized' || !tx.workId || tx.version === null) return;
-    await app.queues.certificates.add('render', { workId: tx.workId, version: tx.version }, { jobId: `certificate-${tx.workId}-${tx.version}` });
-  } catch (err) {
-    app.log.warn({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'certificate not enqueued; it will be rendered on first download');
-  }
 }
 
 /** The link finalization announced (webhook, transaction result); else one built from today's template. */

@@ -17,6 +17,8 @@ import { createRedis } from '../redis/client';
 import { createQueues, closeQueues, type Queues } from '../queue/queues';
 import { listDeadDeliveries, retryDeadDeliveries } from '../webhooks/dead-letters';
 import { ChainConnections } from '../chain/connections';
+import { findWallet } from '../organizations/repo';
+import { listVersions, workOnNetwork } from '../works/repo';
 import { verifyAnchors, versionIsValid } from '../chain/verify';
 
 const DEV_ENV_FILE = path.resolve(__dirname, '../../.data/dev.env');
@@ -65,16 +67,16 @@ const COMMANDS: Record<string, Command> = {
     if (network !== 'testnet' && network !== 'mainnet') throw usage('--network must be testnet or mainnet');
     const atsId = requiredInt(f, 'ats-id');
     return withDb(config, async (db) => {
-      const work = await db('works').where({ network, ats_id: atsId }).first();
+      const work = await workOnNetwork(db, network, atsId);
       if (!work) throw notFound('Work');
-      const wallet = await db('wallets').where({ organization_id: work.organization_id, network }).first('public_key');
-      const versions = await db('work_versions').where({ work_id: work.id }).orderBy('version').select('version', 'commitment', 'block_hash', 'tx_hash');
+      const wallet = (await findWallet(db, work.organizationId, network))!;
+      const versions = await listVersions(db, work.id);
       const chains = new ChainConnections(config.chains.filter((c) => c.network === network));
       try {
         const checks = await verifyAnchors(chains, network, {
           atsId,
-          ownerPublicKey: wallet.public_key,
-          versions: versions.map((v) => ({ version: v.version, commitment: v.commitment, blockHash: v.block_hash, txHash: v.tx_hash })),
+          ownerPublicKey: wallet.publicKey,
+          versions: versions.map((v) => ({ version: v.version, commitment: v.commitment, blockHash: v.blockHash, txHash: v.txHash })),
         });
         const result = { network, ats_id: atsId, work_id: work.id, valid: checks.every(versionIsValid), versions: checks };
         if (!result.valid) {

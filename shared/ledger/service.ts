@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors';
 import { PG, pgCode } from '../db/knex';
+import { creditBalance } from '../organizations/repo';
 
 export type LedgerKind = 'grant' | 'debit' | 'refund' | 'adjustment';
 
@@ -51,7 +52,5 @@ export async function appendLedgerEntry(trx: Knex | Knex.Transaction, entry: Led
   }
 }
 
-export async function balanceOf(db: Knex | Knex.Transaction, organizationId: string): Promise<number> {
-  const row = await db('organizations').where({ id: organizationId }).first('credit_balance');
-  return row ? Number(row.credit_balance) : 0;
-}
+/** The balance the ledger's entries add up to (kept on the organization's row by the ledger's trigger). */
+export const balanceOf = creditBalance;

@@ -63,3 +63,9 @@ export async function findWallet(db: Knex | Knex.Transaction, organizationId: st
     ? { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted }
     : undefined;
 }
+
+/** The organization's credit balance, kept by the ledger's trigger (0 for an unknown organization). */
+export async function creditBalance(db: Knex | Knex.Transaction, organizationId: string): Promise<number> {
+  const row = await db('organizations').where({ id: organizationId }).first('credit_balance');
+  return row ? Number(row.credit_balance) : 0;
+}

@@ -1,6 +1,9 @@
 import { Queue, type JobsOptions, type ConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueName } from '../config';
+import type { Queues } from './jobs';
+
+export type { Queues } from './jobs';
 
 export interface QueueDefinition {
   /** What the queue's jobs do, shown in Bull Board. */
@@ -76,8 +79,6 @@ export function bullPrefix(redisPrefix: string): string {
   return `${redisPrefix}:bull`;
 }
 
-export type Queues = Readonly<Record<QueueName, Queue>>;
-
 /** Producer handles for every queue, sharing one connection. */
 export function createQueues(connection: Redis | ConnectionOptions, redisPrefix: string): Queues {
   const prefix = bullPrefix(redisPrefix);
@@ -88,7 +89,7 @@ export function createQueues(connection: Redis | ConnectionOptions, redisPrefix:
     queue.setMaxListeners(0);
     return [name, queue] as const;
   });
-  return Object.freeze(Object.fromEntries(entries)) as Queues;
+  return Object.freeze(Object.fromEntries(entries)) as unknown as Queues;
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

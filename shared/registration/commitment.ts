@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Creator, CreatorRoles } from '../works/types';
 
 /**
  * The commitment of contract §5 (protocol version 1), verifiable by anyone from the audio bytes and the
@@ -8,21 +9,6 @@ import { createHash } from 'node:crypto';
 export const PROTOCOL_VERSION = 1;
 export const MERKLE_DEPTH = 5;
 export const MAX_CREATORS = 2 ** MERKLE_DEPTH;
-
-export interface CreatorRoles {
-  readonly author?: boolean;
-  readonly composer?: boolean;
-  readonly arranger?: boolean;
-  readonly adapter?: boolean;
-}
-
-export interface Creator {
-  readonly full_name: string;
-  readonly roles: CreatorRoles;
-  readonly ipi?: string;
-  readonly isni?: string;
-  readonly email?: string;
-}
 
 const ROLE_TAGS: Record<keyof CreatorRoles, number> = { author: 0, composer: 1, arranger: 2, adapter: 3 };
 

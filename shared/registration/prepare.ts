@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type { AppContext } from '../context';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Redis } from '../redis/client';
+import type { Storage } from '../storage/s3';
+import type { SecretBox } from '../crypto/secret-box';
 import { AppError } from '../errors';
-import { AnchorService } from '../chain/anchors';
+import type { AnchorService } from '../chain/anchors';
 import { findWallet } from '../organizations/repo';
 import { walletSeedAad } from '../organizations/service';
 import { balanceOf } from '../ledger/service';
@@ -14,8 +18,11 @@ import type { PreparedQuote } from './types';
 import { sessionNotFound, type PrepareOutcome } from './service';
 
 export interface PrepareDeps {
-  readonly app: AppContext;
-  readonly anchors: AnchorService;
+  readonly db: Knex;
+  readonly redis: Redis;
+  readonly storage: Storage;
+  readonly box: SecretBox;
+  readonly config: Pick<Config, 'redis' | 'ttl' | 'uploads' | 'pricing'>;
 }
 
 /**
@@ -25,12 +32,12 @@ export interface PrepareDeps {
  * price, and store the quote in the job. Domain failures come back as data, so the waiting web answers
  * with them and nothing is retried. An upload refused for its size is deleted at once.
  */
-export async function prepareQuote(deps: PrepareDeps, organizationId: string, jobId: string, run: number): Promise<PrepareOutcome> {
-  const store = new JobStore(deps.app.redis, deps.app.config.redis.prefix);
+export async function prepareQuote(deps: PrepareDeps, anchors: AnchorService, organizationId: string, jobId: string, run: number): Promise<PrepareOutcome> {
+  const store = new JobStore(deps.redis, deps.config.redis.prefix);
   try {
     const job = await store.load(organizationId, jobId);
     if (!job || job.run !== run || job.state === 'confirming' || job.state === 'confirmed') throw sessionNotFound(); // confirmed, expired, or taken over by a later run
-    const quote = await buildQuote(deps, store, job, run);
+    const quote = await buildQuote(deps, anchors, store, job, run);
     if (!(await store.finishPrepare(organizationId, jobId, run, quote))) throw sessionNotFound(); // confirmed, expired, or taken over by a later run
     return { ok: true, quote };
   } catch (err) {
@@ -41,7 +48,7 @@ export async function prepareQuote(deps: PrepareDeps, organizationId: string, jo
 }
 
 
-async function buildQuote({ app, anchors }: PrepareDeps, store: JobStore, job: JobRecord, run: number): Promise<PreparedQuote> {
+async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobStore, job: JobRecord, run: number): Promise<PreparedQuote> {
   const { session } = job;
   const organizationId = session.organizationId;
   // a metadata-only version anchors the audio its work already anchored: nothing to read
@@ -94,7 +101,7 @@ async function buildQuote({ app, anchors }: PrepareDeps, store: JobStore, job: J
  * The upload's hash and size: read again only when the object is not the one a previous run hashed. An
  * object refused for its size is deleted, so nothing refused is kept.
  */
-async function uploadedAudio(app: AppContext, store: JobStore, job: JobRecord, run: number): Promise<{ mediaHash: Buffer; size: number }> {
+async function uploadedAudio(app: PrepareDeps, store: JobStore, job: JobRecord, run: number): Promise<{ mediaHash: Buffer; size: number }> {
   const { session } = job;
   const bucket = app.storage.bucket;
   let head;

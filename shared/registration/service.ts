@@ -1,14 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../context';
-import type { Network } from '../config';
+import type { Knex } from 'knex';
+import type { QueueEvents } from 'bullmq';
+import type { Config, Network } from '../config';
+import type { Logger } from '../logger';
+import type { Redis } from '../redis/client';
+import type { Storage } from '../storage/s3';
 import { AppError, notFound, type ErrorCode } from '../errors';
 import type { Principal } from '../api-keys/types';
 import { appendLedgerEntry } from '../ledger/service';
-import type { Creator } from './commitment';
+import type { Creator } from '../works/types';
+import { latestVersion, workOnNetworkOf } from '../works/repo';
+import { enqueuePrepare, enqueueTransaction, type Queues } from '../queue/jobs';
+import type { AnchorPayload } from '../transactions/anchor';
 import { JobStore } from './job-store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
-import { createTransaction } from '../transactions/service';
+import { createTransaction, type NewTransaction } from '../transactions/service';
 import { transactionIdForJob } from '../transactions/repo';
 import { PG, pgCode } from '../db/knex';
 import { publishTransactionUpdate } from '../transactions/updates';
@@ -38,10 +45,22 @@ export interface UploadJob {
 
 export const audioKey = (organizationId: string, jobId: string) => `audio/${organizationId}/${jobId}`;
 
-export const jobStore = (app: Pick<AppContext, 'redis' | 'config'>) => new JobStore(app.redis, app.config.redis.prefix);
+/** What registration's calls use: the web's handles. */
+export interface RegistrationDeps {
+  readonly db: Knex;
+  readonly redis: Redis;
+  readonly storage: Storage;
+  readonly queues: Queues;
+  readonly log: Logger;
+  readonly config: Pick<Config, 'redis' | 'ttl' | 'chains' | 'prepareTimeoutMs'>;
+  /** Completion events of the prepare queue (a prepare waits on its run). */
+  prepareEvents(): QueueEvents;
+}
+
+export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }) => new JobStore(app.redis, app.config.redis.prefix);
 
 /** Reserves an upload session and presigns the PUT of its one object key (spec 4.1). */
-export async function initRegistration(app: AppContext, principal: Principal, input: InitInput): Promise<UploadJob> {
+export async function initRegistration(app: RegistrationDeps, principal: Principal, input: InitInput): Promise<UploadJob> {
   assertValid([
     ...networkProblems(app.config, input.network),
     ...titleProblems(input.title),
@@ -74,20 +93,20 @@ export async function initRegistration(app: AppContext, principal: Principal, in
  * the network (another organization's, or none: 404). A write carrying a ref must carry the work's own ref
  * (a ref sent for an untagged work is a mismatch too): 403. A write without a ref reaches any work.
  */
-export async function versionTarget(app: AppContext, principal: Principal, network: Network, atsId: number, ref: string | undefined) {
-  const work = await app.db('works').where({ organization_id: principal.organizationId, network, ats_id: atsId }).first();
+export async function versionTarget(app: RegistrationDeps, principal: Principal, network: Network, atsId: number, ref: string | undefined) {
+  const work = await workOnNetworkOf(app.db, principal.organizationId, network, atsId);
   if (!work) throw notFound('Work');
-  if (ref !== undefined && ref !== work.external_user_ref) {
+  if (ref !== undefined && ref !== work.externalUserRef) {
     throw new AppError('common.forbidden', 'external_user_ref does not match the work (a work keeps the ref it was registered with)');
   }
-  return work as { id: string; ats_id: string; title: string; asset_filename: string; external_user_ref: string | null; latest_version: number };
+  return work;
 }
 
 /**
  * Reserves a version: with `filename`, an upload session like registration's (init-upload); without, a
  * metadata-only version reusing the audio the latest version anchored (init), and no upload URL.
  */
-export async function initVersion(app: AppContext, principal: Principal, atsId: number, input: VersionInitInput): Promise<UploadJob | { job_id: string }> {
+export async function initVersion(app: RegistrationDeps, principal: Principal, atsId: number, input: VersionInitInput): Promise<UploadJob | { job_id: string }> {
   assertValid([
     ...networkProblems(app.config, input.network),
     ...(input.filename !== undefined ? filenameProblems(input.filename) : []),
@@ -95,7 +114,7 @@ export async function initVersion(app: AppContext, principal: Principal, atsId: 
     ...refProblems(input.external_user_ref),
   ]);
   const work = await versionTarget(app, principal, input.network, atsId, input.external_user_ref);
-  const latest = await app.db('work_versions').where({ work_id: work.id }).orderBy('version', 'desc').first('audio_key', 'media_hash', 'audio_size', 'filename');
+  const latest = (await latestVersion(app.db, work.id))!;
   const jobId = randomUUID();
   const now = new Date();
   const ttl = app.config.ttl.uploadSeconds;
@@ -108,11 +127,11 @@ export async function initVersion(app: AppContext, principal: Principal, atsId: 
     title: work.title,
     creators: input.creators,
     // the work's own ref, whether or not the write named it: a work never gains, loses or changes its ref
-    externalUserRef: work.external_user_ref,
+    externalUserRef: work.externalUserRef,
     createdAt: now.toISOString(),
     uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
     workId: work.id,
-    atsId: Number(work.ats_id),
+    atsId: work.atsId,
   };
   if (input.filename !== undefined) {
     return reserveUpload(app, { ...base, filename: input.filename, audioKey: audioKey(principal.organizationId, jobId) }, ttl);
@@ -120,14 +139,14 @@ export async function initVersion(app: AppContext, principal: Principal, atsId: 
   const session: UploadSession = {
     ...base,
     filename: latest.filename,
-    audioKey: latest.audio_key,
-    reusedAudio: { mediaHash: latest.media_hash, size: Number(latest.audio_size) },
+    audioKey: latest.audioKey,
+    reusedAudio: { mediaHash: latest.mediaHash, size: latest.audioSize },
   };
   await jobStore(app).reserve(session, ttl);
   return { job_id: jobId };
 }
 
-export async function reserveUpload(app: AppContext, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
+export async function reserveUpload(app: RegistrationDeps, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
   const url = await presignPut(app.storage, session.audioKey, ttlSeconds);
   await jobStore(app).reserve(session, ttlSeconds);
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
@@ -143,9 +162,6 @@ const preparedNotFound = () => new AppError('registration.prepared_not_found', '
 /** How long confirm holds a job while it debits; a hold whose process died lapses after it. */
 const CONFIRM_HOLD_MS = 30_000;
 
-/** The BullMQ job of one prepare run: a second prepare of the job while it runs adds nothing and waits on it. */
-const prepareRunId = (organizationId: string, jobId: string, run: number) => `prepare-${organizationId}-${jobId}-${run}`;
-
 /** The job's session when it is of this kind (and, for a version, of this work); else the job is not found here. */
 async function sessionOf(store: JobStore, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId: number | undefined) {
   const job = await store.load(principal.organizationId, jobId);
@@ -157,7 +173,7 @@ async function sessionOf(store: JobStore, principal: Principal, jobId: string, k
  * A confirm hold whose process died before it moved the job on: PostgreSQL (one transaction per job id)
  * says whether its debit committed, and the job becomes `confirmed` or `prepared` accordingly.
  */
-async function settleLapsedConfirm(app: AppContext, store: JobStore, session: UploadSession): Promise<void> {
+async function settleLapsedConfirm(app: RegistrationDeps, store: JobStore, session: UploadSession): Promise<void> {
   if (await transactionIdForJob(app.db, session.jobId)) await store.finishConfirm(session.organizationId, session.jobId, session.audioKey);
   else await store.revertConfirm(session.organizationId, session.jobId);
 }
@@ -167,7 +183,7 @@ async function settleLapsedConfirm(app: AppContext, store: JobStore, session: Up
  * its answer, bounded. The worker stores the quote in the job; a prepare of a job whose run is under way
  * waits on that same run, so concurrent prepares hash once and answer one quote.
  */
-export async function prepareJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<PreparedQuote> {
+export async function prepareJob(app: RegistrationDeps, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<PreparedQuote> {
   const store = jobStore(app);
   const session = await sessionOf(store, principal, jobId, kind, atsId);
   if (!session) throw sessionNotFound();
@@ -179,8 +195,7 @@ export async function prepareJob(app: AppContext, principal: Principal, jobId: s
   if (begun.kind !== 'start' && begun.kind !== 'join') throw sessionNotFound();
   const events = app.prepareEvents();
   await events.waitUntilReady();
-  const data = { organizationId: principal.organizationId, jobId, run: begun.run };
-  const job = await app.queues.prepare.add('prepare', data, { jobId: prepareRunId(principal.organizationId, jobId, begun.run) });
+  const job = await enqueuePrepare(app.queues, { organizationId: principal.organizationId, jobId, run: begun.run });
   let outcome: PrepareOutcome;
   try {
     outcome = (await job.waitUntilFinished(events, app.config.prepareTimeoutMs)) as PrepareOutcome;
@@ -205,7 +220,7 @@ export interface TransactionHandle {
  * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
  * refused leaves the job `prepared`, its quote as it was.
  */
-export async function confirmJob(app: AppContext, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<TransactionHandle> {
+export async function confirmJob(app: RegistrationDeps, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<TransactionHandle> {
   const store = jobStore(app);
   const session = await sessionOf(store, principal, jobId, kind, atsId);
   if (!session) throw preparedNotFound();
@@ -221,7 +236,7 @@ export async function confirmJob(app: AppContext, principal: Principal, jobId: s
     if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
     if (!quote.isValid) throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
     transactionId = await app.db.transaction(async (trx) => {
-      const id = await createTransaction(trx, quote, principal.apiKeyId);
+      const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId });
       await appendLedgerEntry(trx, { organizationId: principal.organizationId, kind: 'debit', amount: -quote.price.total_price_credits, reference: id, reason: kind });
       return id;
     });
@@ -237,9 +252,37 @@ export async function confirmJob(app: AppContext, principal: Principal, jobId: s
   // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
   await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
   await publishTransactionUpdate(app, transactionId);
-  await app.queues.chain.add('transaction', { transactionId }, { jobId: transactionId }).catch((err) => {
+  await enqueueTransaction(app.queues, transactionId).catch((err) => {
     // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
     app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
   });
   return { transaction_id: transactionId, ws_url: `/v1/ws/transactions/${transactionId}`, status_url: `/v1/transactions/${transactionId}` };
+}
+
+/** The transaction a confirmed quote becomes, with what it anchors: mapped from the quote once, here. */
+function transactionOf(quote: PreparedQuote): Omit<NewTransaction, 'apiKeyId'> {
+  const { session } = quote;
+  const anchor: AnchorPayload = {
+    jobId: session.jobId,
+    commitment: quote.commitment,
+    mediaHash: quote.mediaHash,
+    merkleRoot: quote.merkleRoot,
+    audioKey: session.audioKey,
+    audioSize: quote.audioSize,
+    title: session.title,
+    filename: session.filename,
+    creators: session.creators,
+    reusedAudio: session.reusedAudio !== undefined,
+  };
+  return {
+    jobId: session.jobId,
+    kind: session.kind,
+    organizationId: session.organizationId,
+    network: session.network,
+    anchor,
+    priceCredits: quote.price.total_price_credits,
+    externalUserRef: session.externalUserRef,
+    workId: session.workId,
+    atsId: session.atsId,
+  };
 }

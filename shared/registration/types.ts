@@ -1,5 +1,5 @@
 import type { Network } from '../config';
-import type { Creator } from './commitment';
+import type { Creator } from '../works/types';
 
 export type JobKind = 'register' | 'add_version';
 

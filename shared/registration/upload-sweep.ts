@@ -1,5 +1,9 @@
 import { DeleteObjectsCommand } from '@aws-sdk/client-s3';
-import type { AppContext } from '../context';
+import type { Config } from '../config';
+import type { Redis } from '../redis/client';
+import type { Knex } from 'knex';
+import type { Storage } from '../storage/s3';
+import { confirmedJobIds } from '../transactions/repo';
 import { jobStore } from './service';
 
 const PAGE = 500;
@@ -10,7 +14,7 @@ const AUDIO_KEY = /^audio\/([0-9a-f-]{36})\/([0-9a-f-]{36})$/;
  * its quote and any confirm in flight, job-store.ts), and no transaction was confirmed from them. A confirmed
  * upload belongs to its transaction and is only taken out of the set. Returns how many objects were deleted.
  */
-export async function sweepUploads(app: Pick<AppContext, 'redis' | 'config' | 'db' | 'storage'>): Promise<number> {
+export async function sweepUploads(app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'>; readonly db: Knex; readonly storage: Storage }): Promise<number> {
   const store = jobStore(app);
   let deleted = 0;
   for (;;) {
@@ -23,7 +27,7 @@ export async function sweepUploads(app: Pick<AppContext, 'redis' | 'config' | 'd
     }
     if (!ended.length) return deleted;
     const jobIds = ended.flatMap((e) => (e.jobId ? [e.jobId] : []));
-    const confirmed = new Set((await app.db('transactions').whereIn('job_id', jobIds).pluck('job_id')) as string[]);
+    const confirmed = await confirmedJobIds(app.db, jobIds);
     const orphans = ended.filter((e) => !e.jobId || !confirmed.has(e.jobId)).map((e) => e.audioKey);
     if (orphans.length) {
       const out = await app.storage.client.send(

@@ -1,6 +1,6 @@
 import { AppError, type ErrorDetail } from '../errors';
 import type { Config, Network } from '../config';
-import type { Creator } from './commitment';
+import type { Creator } from '../works/types';
 
 /**
  * Rules of spec 4.1 and contract §4 that a JSON schema cannot state (trimming, byte lengths, check
@@ -47,7 +47,7 @@ export function refProblems(ref: string | undefined): ErrorDetail[] {
   return bytes >= 1 && bytes <= 255 ? [] : [{ path: '/external_user_ref', message: 'must be 1 to 255 bytes' }];
 }
 
-export function networkProblems(config: Config, network: Network): ErrorDetail[] {
+export function networkProblems(config: Pick<Config, 'chains'>, network: Network): ErrorDetail[] {
   return config.chains.some((c) => c.network === network) ? [] : [{ path: '/network', message: `${network} is not available on this deployment` }];
 }
 

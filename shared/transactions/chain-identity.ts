@@ -1,4 +1,4 @@
-import type { AppContext } from '../context';
+import type { Resources as AppContext } from '../resources';
 import type { Network } from '../config';
 
 /** The node serves another chain than the one this database's submissions were made on. */

@@ -1,111 +1,47 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { AppContext } from '../context';
+import type { Config } from '../config';
+import type { SecretBox } from '../crypto/secret-box';
 import { findWallet } from '../organizations/repo';
 import { appendLedgerEntry } from '../ledger/service';
 import { recordEvent } from '../webhooks/service';
-import { enqueueDelivery } from '../webhooks/enqueue';
+import { indexFinalizedVersion } from '../works/indexing';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
-import { publishTransactionUpdate } from './updates';
-import { enqueueCertificate } from '../certificates/service';
+import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
 
 // The two ends of a confirmed transaction: finalized and indexed, or failed and refunded.
 
-function explorerUrl(app: AppContext, tx: TransactionRow, inclusion: { blockNumber: number; index: number }): string {
-  const template = app.config.chains.find((c) => c.network === tx.network)?.explorerUrlTemplate ?? '';
-  return template.replace('{block}', String(inclusion.blockNumber)).replace('{index}', String(inclusion.index));
+export interface OutcomeDeps extends EffectDeps {
+  readonly db: Knex;
+  readonly box: SecretBox;
+  readonly config: Pick<Config, 'redis' | 'webhooks' | 'chains'>;
 }
 
+type Inclusion = { readonly blockHash: string; readonly blockNumber: number; readonly index: number };
+
 /**
- * Writes the work and its version, marks the transaction finalized and records the event: one SQL
- * transaction. The block is the one recorded when the batch was included, now final and canonical.
+ * Finalizes a transaction whose block is final and canonical: indexes the version, marks the transaction
+ * finalized and records its event, in one SQL transaction; then delivers, publishes and asks for the
+ * certificate. A transaction already terminal is left as it is (its effects are carried out again).
  */
-export async function finalize(app: AppContext, transactionId: string): Promise<TransactionRow> {
+export async function finalize(deps: OutcomeDeps, transactionId: string): Promise<TransactionRow> {
   const finalizedAt = new Date();
-  const deliveryId = await app.db.transaction(async (trx) => {
+  const done = await deps.db.transaction(async (trx) => {
     const tx = await findTransaction(trx, transactionId, { forUpdate: true });
-    if (!tx || tx.status === 'finalized' || tx.status === 'failed') return null;
-    if (tx.blockHash === null || tx.blockNumber === null || tx.extrinsicIndex === null) throw new Error(`transaction ${tx.id} has no block to finalize`);
-    const inclusion = { blockHash: tx.blockHash, blockNumber: tx.blockNumber, index: tx.extrinsicIndex };
-    const q = tx.quote;
-    const wallet = await findWallet(trx, tx.organizationId, tx.network);
+    if (!tx) return effects({});
+    // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
+    if (tx.status === 'failed') return effects({ published: [tx.id] });
+    if (tx.status === 'finalized') return effects({ published: [tx.id], certificates: [{ workId: tx.workId!, version: tx.version! }] });
+    const inclusion = includedBlock(tx);
     const registering = tx.type === 'register';
-    const workId = registering ? q.session.jobId : tx.workId!;
+    const workId = registering ? tx.anchor.jobId : tx.workId!;
     const version = registering ? 1 : tx.version!;
     const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
-    if (registering) {
-      await trx('works').insert({
-        id: workId,
-        organization_id: tx.organizationId,
-        network: tx.network,
-        ats_id: tx.atsId,
-        owner: wallet!.address,
-        title: q.session.title,
-        asset_filename: q.session.filename,
-        latest_version: 1,
-        latest_commitment: q.commitment,
-        external_user_ref: tx.externalUserRef,
-        access_code_hash: accessCode ? createHash('sha256').update(accessCode).digest() : null,
-        has_files: true,
-        created_at: finalizedAt,
-        latest_version_at: finalizedAt,
-      });
-    } else {
-      // versions of a work are numbered one after another (see allocateVersion); the row lock orders writers
-      const work = await trx('works').where({ id: workId }).forUpdate().first('latest_version');
-      if (Number(work.latest_version) + 1 !== version) throw new Error(`work ${workId} is at version ${work.latest_version}; cannot add version ${version}`);
-      await trx('works')
-        .where({ id: workId })
-        .update({
-          latest_version: version,
-          latest_commitment: q.commitment,
-          latest_version_at: finalizedAt,
-          ...(q.session.reusedAudio ? {} : { asset_filename: q.session.filename }),
-        });
-    }
-    await trx('work_versions').insert({
-      work_id: workId,
-      version,
-      transaction_id: tx.id,
-      commitment: q.commitment,
-      media_hash: q.mediaHash,
-      merkle_root: q.merkleRoot,
-      title: q.session.title,
-      filename: q.session.filename,
-      creators: JSON.stringify(q.session.creators),
-      audio_key: q.session.audioKey,
-      audio_size: q.audioSize,
-      tx_hash: tx.txHash,
-      block_number: inclusion.blockNumber,
-      block_hash: inclusion.blockHash,
-      extrinsic_index: inclusion.index,
-      finalized_at: finalizedAt,
-    });
-    const explorer = explorerUrl(app, tx, inclusion);
-    const result = {
-      ats_id: tx.atsId,
-      version,
-      work_id: workId,
-      tx_hash: tx.txHash,
-      block_number: inclusion.blockNumber,
-      block_hash: inclusion.blockHash,
-      explorer_url: explorer,
-      finalized_at: finalizedAt.toISOString(),
-    };
-    await updateTransaction(trx, tx.id, {
-      status: 'finalized',
-      current_step: 'completed',
-      steps: enterStep(tx.steps, 'completed', finalizedAt),
-      block_hash: inclusion.blockHash,
-      block_number: inclusion.blockNumber,
-      extrinsic_index: inclusion.index,
-      work_id: workId,
-      version,
-      result,
-      finalized_at: finalizedAt,
-    });
-    return recordEvent(trx, app.box, {
+    await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
+    const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
+    await markFinalized(trx, tx, result, finalizedAt);
+    const deliveryId = await recordEvent(trx, deps.box, {
       transactionId: tx.id,
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
@@ -119,40 +55,95 @@ export async function finalize(app: AppContext, transactionId: string): Promise<
         network: tx.network,
         ats_id: tx.atsId,
         tx_hash: tx.txHash,
-        block_number: inclusion.blockNumber,
-        block_hash: inclusion.blockHash,
+        block_number: result.block_number,
+        block_hash: result.block_hash,
         access_code: null,
-        explorer_url: explorer,
-        finalized_at: finalizedAt.toISOString(),
+        explorer_url: result.explorer_url,
+        finalized_at: result.finalized_at,
         // contract §7: work_updated is work_registered's fields plus the version
         ...(registering ? {} : { version }),
       },
       accessCode,
     });
+    return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], certificates: [{ workId, version }] });
   });
-  await deliverAfterCommit(app, deliveryId);
-  await publishTransactionUpdate(app, transactionId);
-  await enqueueCertificate(app, transactionId);
-  return (await findTransaction(app.db, transactionId))!;
+  await afterCommit(deps, done);
+  return (await findTransaction(deps.db, transactionId))!;
 }
 
-/** Marks the transaction failed, refunds the whole debit and records work_failed: one SQL transaction. */
-export async function fail(app: AppContext, transactionId: string, reason: string, message: string): Promise<TransactionRow> {
-  const deliveryId = await app.db.transaction((trx) => failWithin(trx, app, transactionId, reason, message));
-  await deliverAfterCommit(app, deliveryId);
-  await publishTransactionUpdate(app, transactionId);
-  return (await findTransaction(app.db, transactionId))!;
+/** The block recorded when the batch was included, now final and canonical. */
+function includedBlock(tx: TransactionRow): Inclusion {
+  if (tx.blockHash === null || tx.blockNumber === null || tx.extrinsicIndex === null) throw new Error(`transaction ${tx.id} has no block to finalize`);
+  return { blockHash: tx.blockHash, blockNumber: tx.blockNumber, index: tx.extrinsicIndex };
+}
+
+interface Placement {
+  readonly workId: string;
+  readonly version: number;
+  readonly inclusion: Inclusion;
+  readonly finalizedAt: Date;
+}
+
+async function indexVersion(trx: Knex.Transaction, tx: TransactionRow, at: Placement & { accessCode?: string }): Promise<void> {
+  const wallet = await findWallet(trx, tx.organizationId, tx.network);
+  const { anchor } = tx;
+  await indexFinalizedVersion(trx, {
+    ...anchor,
+    transactionId: tx.id,
+    organizationId: tx.organizationId,
+    network: tx.network,
+    atsId: tx.atsId!,
+    workId: at.workId,
+    version: at.version,
+    owner: wallet!.address,
+    externalUserRef: tx.externalUserRef,
+    accessCodeHash: at.accessCode ? createHash('sha256').update(at.accessCode).digest() : null,
+    txHash: tx.txHash!,
+    blockNumber: at.inclusion.blockNumber,
+    blockHash: at.inclusion.blockHash,
+    extrinsicIndex: at.inclusion.index,
+    finalizedAt: at.finalizedAt,
+  });
+}
+
+/** The transaction's `result` on success (contract §6). */
+function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
+  const template = deps.config.chains.find((c) => c.network === tx.network)?.explorerUrlTemplate ?? '';
+  return {
+    ats_id: tx.atsId,
+    version: at.version,
+    work_id: at.workId,
+    tx_hash: tx.txHash,
+    block_number: at.inclusion.blockNumber,
+    block_hash: at.inclusion.blockHash,
+    explorer_url: template.replace('{block}', String(at.inclusion.blockNumber)).replace('{index}', String(at.inclusion.index)),
+    finalized_at: at.finalizedAt.toISOString(),
+  };
+}
+
+async function markFinalized(trx: Knex.Transaction, tx: TransactionRow, result: ReturnType<typeof successResult>, finalizedAt: Date): Promise<void> {
+  await updateTransaction(trx, tx.id, {
+    status: 'finalized',
+    current_step: 'completed',
+    steps: enterStep(tx.steps, 'completed', finalizedAt),
+    block_hash: result.block_hash,
+    block_number: result.block_number,
+    extrinsic_index: tx.extrinsicIndex,
+    work_id: result.work_id,
+    version: result.version,
+    result,
+    finalized_at: finalizedAt,
+  });
 }
 
 /**
- * fail's work inside the caller's SQL transaction; returns the delivery to enqueue once it commits
- * (null when the transaction was already terminal).
+ * Marks the transaction failed, refunds the whole debit and records work_failed, inside the caller's SQL
+ * transaction; returns what to carry out once it commits (nothing when the transaction was already terminal).
  */
-export async function failWithin(trx: Knex.Transaction, app: AppContext, transactionId: string, reason: string, message: string): Promise<string | null> {
+export async function failWithin(trx: Knex.Transaction, deps: Pick<OutcomeDeps, 'box'>, transactionId: string, reason: string, message: string): Promise<Effects> {
   const failedAt = new Date();
-  const current = await findTransaction(trx, transactionId, { forUpdate: true });
-  if (!current || current.status === 'finalized' || current.status === 'failed') return null;
-  const tx = current;
+  const tx = await findTransaction(trx, transactionId, { forUpdate: true });
+  if (!tx || tx.status === 'finalized' || tx.status === 'failed') return effects({});
   await appendLedgerEntry(trx, { organizationId: tx.organizationId, kind: 'refund', amount: tx.priceCredits, reference: tx.id, reason });
   await updateTransaction(trx, tx.id, {
     status: 'failed',
@@ -160,7 +151,7 @@ export async function failWithin(trx: Knex.Transaction, app: AppContext, transac
     steps: enterStep(tx.steps, 'failed', failedAt),
     result: { error: { code: reason, message } },
   });
-  return recordEvent(trx, app.box, {
+  const deliveryId = await recordEvent(trx, deps.box, {
     transactionId: tx.id,
     organizationId: tx.organizationId,
     apiKeyId: tx.apiKeyId,
@@ -178,10 +169,5 @@ export async function failWithin(trx: Knex.Transaction, app: AppContext, transac
       failed_at: failedAt.toISOString(),
     },
   });
+  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id] });
 }
-
-/** Hands a recorded event's delivery to the webhooks queue, once its SQL transaction has committed. */
-export async function deliverAfterCommit(app: AppContext, deliveryId: string | null): Promise<void> {
-  if (deliveryId) await enqueueDelivery(app.queues, app.config.webhooks, deliveryId);
-}
-

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { AppContext } from '../context';
+import type { Resources as AppContext } from '../resources';
 import type { AnchorService } from '../chain/anchors';
 import { findWallet } from '../organizations/repo';
 import { walletSeedAad } from '../organizations/service';
@@ -132,7 +132,7 @@ export async function buildOwnerCall({ app, anchors }: Pick<PipelineDeps, 'app' 
       protocolVersion: PROTOCOL_VERSION,
       atsId: BigInt(tx.atsId ?? 0),
       version: tx.version ?? 1,
-      commitment: Buffer.from(tx.quote.commitment.slice(2), 'hex'),
+      commitment: Buffer.from(tx.anchor.commitment.slice(2), 'hex'),
       ownerSeed: seed,
       ...(ownerNonce !== undefined ? { ownerNonce } : {}),
     });

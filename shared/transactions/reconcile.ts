@@ -1,4 +1,7 @@
-import type { AppContext } from '../context';
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import { requeueTransaction, type Queues } from '../queue/jobs';
+import { idleUnfinishedIds } from './repo';
 
 export interface ReconcileOptions {
   /** Only transactions untouched for this long are considered stuck. */
@@ -11,22 +14,11 @@ export interface ReconcileOptions {
  * its job was lost with Redis, never enqueued (Redis down at confirm), or ran out of attempts. The chain
  * pipeline is safe to run again, so a transaction that is in fact still moving is not harmed.
  */
-export async function reconcileTransactions(app: AppContext, options: ReconcileOptions): Promise<string[]> {
-  const stuck = await app.db('transactions')
-    .whereIn('status', ['pending', 'submitted', 'in_block'])
-    .where('updated_at', '<', app.db.raw(`now() - make_interval(secs => ?)`, [options.idleSeconds]))
-    .orderBy('updated_at')
-    .limit(options.limit ?? 500)
-    .pluck('id');
+export async function reconcileTransactions(deps: { db: Knex; queues: Queues; log: Logger }, options: ReconcileOptions): Promise<string[]> {
   const requeued: string[] = [];
-  for (const id of stuck as string[]) {
-    const job = await app.queues.chain.getJob(id);
-    const state = job ? await job.getState() : 'missing';
-    if (state === 'active' || state === 'waiting' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children') continue;
-    if (job) await job.remove();
-    await app.queues.chain.add('transaction', { transactionId: id }, { jobId: id });
-    requeued.push(id);
+  for (const id of await idleUnfinishedIds(deps.db, options.idleSeconds, options.limit ?? 500)) {
+    if (await requeueTransaction(deps.queues, id)) requeued.push(id);
   }
-  if (requeued.length) app.log.warn({ transactions: requeued.length }, 'reconciler re-enqueued stuck transactions');
+  if (requeued.length) deps.log.warn({ transactions: requeued.length }, 'reconciler re-enqueued stuck transactions');
   return requeued;
 }

@@ -2,34 +2,43 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Principal } from '../api-keys/types';
 import { notFound } from '../errors';
-import type { PreparedQuote } from '../registration/types';
-import { findTransaction, type TransactionRow } from './repo';
+import type { Network } from '../config';
+import type { AnchorPayload } from './anchor';
+import { allocateAtsId, findTransaction, insertTransaction, type TransactionRow } from './repo';
 import { enterStep, STEP_PROGRESS } from './steps';
 
-/** Records a confirmed quote as a pending transaction; the registration's ats_id is allocated here. */
-export async function createTransaction(trx: Knex.Transaction, quote: PreparedQuote, apiKeyId: string): Promise<string> {
+/** A confirmed quote, as the transaction it becomes (mapped once, at confirm). */
+export interface NewTransaction {
+  readonly jobId: string;
+  readonly kind: 'register' | 'add_version';
+  readonly organizationId: string;
+  readonly apiKeyId: string;
+  readonly network: Network;
+  readonly anchor: AnchorPayload;
+  readonly priceCredits: number;
+  readonly externalUserRef: string | null;
+  /** Versions only: the work and its registration id. */
+  readonly workId?: string;
+  readonly atsId?: number;
+}
+
+/** Records a confirmed quote as a pending transaction; a registration's ats_id is allocated here. */
+export async function createTransaction(trx: Knex.Transaction, input: NewTransaction): Promise<string> {
   const id = randomUUID();
-  const session = quote.session;
-  let atsId = session.atsId ?? null;
-  if (session.kind === 'register') {
-    const [row] = await trx('ats_counters').where({ network: session.network }).increment('next_id', 1).returning('next_id');
-    atsId = Number(row.next_id) - 1;
-  }
-  await trx('transactions').insert({
+  const atsId = input.kind === 'register' ? await allocateAtsId(trx, input.network) : (input.atsId ?? null);
+  await insertTransaction(trx, {
     id,
-    job_id: session.jobId,
-    organization_id: session.organizationId,
-    api_key_id: apiKeyId,
-    network: session.network,
-    type: session.kind,
-    status: 'pending',
-    current_step: 'validating',
-    steps: JSON.stringify(enterStep([], 'validating')),
-    quote: JSON.stringify(quote),
-    price_credits: quote.price.total_price_credits,
-    ats_id: atsId,
-    work_id: session.workId ?? null,
-    external_user_ref: session.externalUserRef,
+    jobId: input.jobId,
+    organizationId: input.organizationId,
+    apiKeyId: input.apiKeyId,
+    network: input.network,
+    type: input.kind,
+    steps: enterStep([], 'validating'),
+    anchor: input.anchor,
+    priceCredits: input.priceCredits,
+    atsId,
+    workId: input.workId ?? null,
+    externalUserRef: input.externalUserRef,
   });
   return id;
 }

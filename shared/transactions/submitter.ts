@@ -1,10 +1,11 @@
 import { EventEmitter, once } from 'node:events';
 import type { Knex } from 'knex';
 import { withConnection } from '../db/knex';
-import type { AppContext } from '../context';
+import type { Resources as AppContext } from '../resources';
 import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
-import { deliverAfterCommit, failWithin } from './outcomes';
+import { failWithin } from './outcomes';
+import { afterCommit, mergeEffects, type Effects } from './effects';
 import { findTransaction, updateTransaction } from './repo';
 import { buildOwnerCall } from './pipeline';
 import { allocateNonces } from '../chain/nonces';
@@ -298,7 +299,7 @@ export class RelayerSubmitter {
       });
       const items = await this.items(trx, submission.id);
       touched.push(...items.map((i) => i.id as string));
-      const out: (string | null)[] = [];
+      const out: Effects[] = [];
       for (const item of items) {
         const outcome = inclusion.items[item.batch_index];
         if (item.status === 'finalized' || item.status === 'failed') continue;
@@ -324,8 +325,7 @@ export class RelayerSubmitter {
       return out;
     });
     this.announce(touched);
-    for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
-    await publishTransactionUpdates(this.app, touched);
+    await afterCommit(this.app, { ...mergeEffects(deliveries), published: touched });
     this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
   }
 
@@ -346,7 +346,7 @@ export class RelayerSubmitter {
           .where('next_nonce', '>', submission.nonce)
           .update({ next_nonce: submission.nonce });
       }
-      const out: (string | null)[] = [];
+      const out: Effects[] = [];
       for (const item of await this.items(trx, submission.id)) {
         touched.push(item.id);
         if (Date.now() - new Date(item.created_at).getTime() < giveUpAfter * 1000) {
@@ -360,8 +360,7 @@ export class RelayerSubmitter {
       return out;
     });
     this.announce(touched);
-    for (const delivery of deliveries) await deliverAfterCommit(this.app, delivery);
-    await publishTransactionUpdates(this.app, touched);
+    await afterCommit(this.app, { ...mergeEffects(deliveries), published: touched });
     this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch not taken: its calls go out again');
   }
 

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
-import type { AppContext } from '../context';
-import { toTransaction } from './repo';
+import type { Redis } from '../redis/client';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { findTransactions } from './repo';
 import { presentTransaction, type TransactionView } from './service';
 
 /**
@@ -13,17 +15,22 @@ export interface TransactionUpdateMessage {
   readonly transaction: TransactionView;
 }
 
+export interface UpdateDeps {
+  readonly db: Knex;
+  readonly redis: Redis;
+  readonly config: Pick<Config, 'redis'>;
+  readonly log: Logger;
+}
+
 export const transactionUpdatesChannel = (redisPrefix: string) => `${redisPrefix}:transactions:updates`;
 
 /** The REST bodies of these transactions, read in one query (unknown ids are left out). */
 export async function loadTransactionViews(db: Knex, ids: readonly string[]): Promise<TransactionView[]> {
-  if (!ids.length) return [];
-  const rows = await db('transactions').whereIn('id', [...new Set(ids)]);
-  return rows.map((row) => presentTransaction(toTransaction(row)));
+  return (await findTransactions(db, ids)).map(presentTransaction);
 }
 
 /** Publishes the current state of one transaction; call after the SQL transaction that changed it commits. */
-export function publishTransactionUpdate(app: AppContext, transactionId: string): Promise<void> {
+export function publishTransactionUpdate(app: UpdateDeps, transactionId: string): Promise<void> {
   return publishTransactionUpdates(app, [transactionId]);
 }
 
@@ -31,7 +38,7 @@ export function publishTransactionUpdate(app: AppContext, transactionId: string)
  * Publishes the current state of several transactions (a batch's items). Never throws: the change is
  * already durable, and a failed publish must not fail or retry the work that made it.
  */
-export async function publishTransactionUpdates(app: AppContext, transactionIds: readonly string[]): Promise<void> {
+export async function publishTransactionUpdates(app: UpdateDeps, transactionIds: readonly string[]): Promise<void> {
   if (!transactionIds.length) return;
   try {
     const views = await loadTransactionViews(app.db, transactionIds);

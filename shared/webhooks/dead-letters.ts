@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
-import type { Queues } from '../queue/queues';
-import { enqueueDelivery } from './enqueue';
+import { enqueueDelivery, type Queues } from '../queue/jobs';
+import { deadDeliveries, markDeadAgain, reviveDead } from './repo';
 
 export interface DeadLetterDeps {
   readonly db: Knex;
@@ -22,28 +22,15 @@ export interface DeadDelivery {
 
 /** Deliveries that ran out of attempts or met a permanent refusal, newest first. */
 export async function listDeadDeliveries(db: Knex): Promise<DeadDelivery[]> {
-  const rows = await db('webhook_deliveries as d')
-    .join('events as e', 'e.id', 'd.event_id')
-    .where('d.status', 'dead')
-    .orderBy('d.updated_at', 'desc')
-    .select('d.id', 'e.type as event', 'e.transaction_id', 'd.url', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.updated_at');
-  return rows.map((r) => ({ ...r, updated_at: (r.updated_at as Date).toISOString() }));
+  return (await deadDeliveries(db)).map((r) => ({ ...r, updated_at: r.updated_at.toISOString() }));
 }
 
 /** A one-line account of why a dead delivery died, for the dead-letter job's failure reason. */
 export async function deadReason(db: Knex, deliveryId: string): Promise<string | null> {
-  const row = await db('webhook_deliveries as d')
-    .join('events as e', 'e.id', 'd.event_id')
-    .where({ 'd.id': deliveryId, 'd.status': 'dead' })
-    .first('e.type', 'e.transaction_id', 'd.attempts', 'd.last_status_code', 'd.last_error');
+  const [row] = await deadDeliveries(db, deliveryId);
   if (!row) return null;
   const cause = [row.last_status_code ? `HTTP ${row.last_status_code}` : undefined, row.last_error].filter(Boolean).join(': ');
-  return `${row.type} of transaction ${row.transaction_id} dead after ${row.attempts} attempt(s): ${cause || 'unknown'}`;
-}
-
-/** Puts a dead delivery in the dead-letter queue (job id = delivery id; adding it twice is a no-op). */
-export async function addDeadLetter(queues: Queues, deliveryId: string): Promise<void> {
-  await queues['webhooks-dead'].add('dead-delivery', { deliveryId }, { jobId: deliveryId });
+  return `${row.event} of transaction ${row.transaction_id} dead after ${row.attempts} attempt(s): ${cause || 'unknown'}`;
 }
 
 /**
@@ -54,15 +41,11 @@ export async function addDeadLetter(queues: Queues, deliveryId: string): Promise
  */
 export async function reviveDeadDelivery(deps: DeadLetterDeps, deliveryId: string, options: { keepDeadLetter?: boolean } = {}): Promise<string | null> {
   const jobId = `${deliveryId}-retry-${Date.now().toString(36)}`;
-  const revived = await deps.db('webhook_deliveries')
-    .where({ id: deliveryId, status: 'dead' })
-    .update({ status: 'pending', current_job_id: jobId, next_attempt_at: null, updated_at: deps.db.fn.now() })
-    .returning('id');
-  if (revived.length === 0) return null;
+  if (!(await reviveDead(deps.db, deliveryId, jobId))) return null;
   try {
-    await enqueueDelivery(deps.queues, deps.webhooks, deliveryId, jobId);
+    await enqueueDelivery(deps.queues, deps.webhooks.retrySchedule, deliveryId, jobId);
   } catch (err) {
-    await deps.db('webhook_deliveries').where({ id: deliveryId, current_job_id: jobId }).update({ status: 'dead', updated_at: deps.db.fn.now() });
+    await markDeadAgain(deps.db, deliveryId, jobId);
     throw err;
   }
   // A dead letter being processed right now is locked and stays; its run finds the delivery no longer dead.
@@ -72,10 +55,8 @@ export async function reviveDeadDelivery(deps: DeadLetterDeps, deliveryId: strin
 
 /** The CLI's `webhooks retry`: one dead delivery, or all of them. Returns how many were sent again. */
 export async function retryDeadDeliveries(deps: DeadLetterDeps, which: { deliveryId: string } | 'all-dead'): Promise<number> {
-  const query = deps.db('webhook_deliveries').where({ status: 'dead' });
-  if (which !== 'all-dead') query.where({ id: which.deliveryId });
-  const ids = (await query.pluck('id')) as string[];
+  const dead = await deadDeliveries(deps.db, which === 'all-dead' ? undefined : which.deliveryId);
   let retried = 0;
-  for (const id of ids) if (await reviveDeadDelivery(deps, id)) retried += 1;
+  for (const { id } of dead) if (await reviveDeadDelivery(deps, id)) retried += 1;
   return retried;
 }

@@ -1,13 +1,14 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { AppContext } from '../context';
+import type { Config } from '../config';
+import type { SecretBox } from '../crypto/secret-box';
 import { webhookSecretAad } from '../api-keys/service';
 import { accessCodeAad } from './service';
 import { signWebhook } from './signature';
 import { pinnedLookup, RefusedDestination, vetDestination, type Resolver, type VettedDestination } from './destination';
 import type { DeliveryConnections } from './connections';
 import type { Delivery, DeliveryRepo } from './repo';
-import { parseRetryAfter, retryDelaySeconds } from './retry-delay';
+import { parseRetryAfter, retryDelaySeconds } from './retry-policy';
 
 /** How one HTTP attempt went (contract §7 classification). */
 type Result =
@@ -31,7 +32,13 @@ export interface AttemptPlan {
   readonly final: boolean;
 }
 
-/** What an attempt uses besides the app: the process's batched statements and kept-alive connections. */
+/** The process's handles an attempt uses. */
+export interface DeliveryDeps {
+  readonly box: SecretBox;
+  readonly config: Pick<Config, 'webhooks'>;
+}
+
+/** What an attempt uses besides those: the process's batched statements and kept-alive connections. */
 export interface AttemptDeps {
   readonly repo: DeliveryRepo;
   readonly connections: DeliveryConnections;
@@ -46,7 +53,7 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
  * the stored payload (the access code unsealed just for the body), signed afresh, POSTed to the vetted
  * address within the timeout without following redirects; then the attempt recorded with what follows it.
  */
-export async function attemptDelivery(app: AppContext, delivery: Delivery, plan: AttemptPlan, using: AttemptDeps): Promise<Decision> {
+export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan, using: AttemptDeps): Promise<Decision> {
   const { webhooks } = app.config;
   const started = Date.now();
   const vetted = await withDeadline(vetDestination(delivery.url, webhooks, using.resolve), webhooks.timeoutMs, 'resolving the webhook host').then(
@@ -75,7 +82,7 @@ export async function attemptDelivery(app: AppContext, delivery: Delivery, plan:
   return { ...decision, attempt };
 }
 
-function signedRequest(app: AppContext, delivery: Delivery): { body: string; headers: Record<string, string> } {
+function signedRequest(app: DeliveryDeps, delivery: Delivery): { body: string; headers: Record<string, string> } {
   const payload = { ...delivery.payload };
   if (delivery.sealedAccessCode) payload.access_code = app.box.open(delivery.sealedAccessCode, accessCodeAad(delivery.eventId)).toString();
   const body = JSON.stringify(payload);

@@ -1,33 +1,30 @@
-import type { AppContext } from '../context';
-import { enqueueDelivery } from './enqueue';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { enqueueDelivery, isLive, type Queues } from '../queue/jobs';
+import { claimDelivery, idlePendingDeliveries } from './repo';
 
-const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+export interface ReconcileDeps {
+  readonly db: Knex;
+  readonly queues: Queues;
+  readonly config: Pick<Config, 'webhooks'>;
+  readonly log: Logger;
+}
 
 /**
  * Re-enqueues, from PostgreSQL, every pending delivery without a live job: its job was lost with Redis, never
  * enqueued (Redis down when the event was recorded), or ended without settling the row. It gets a fresh
  * job, recorded as the delivery's current one, so a stale job that surfaces later steps aside.
  */
-export async function reconcileDeliveries(app: AppContext, options: { idleSeconds: number; limit?: number }): Promise<string[]> {
-  const stuck = await app.db('webhook_deliveries')
-    .where({ status: 'pending' })
-    .where('updated_at', '<', app.db.raw(`now() - make_interval(secs => ?)`, [options.idleSeconds]))
-    .orderBy('updated_at')
-    .limit(options.limit ?? 500)
-    .select('id', 'current_job_id');
+export async function reconcileDeliveries(deps: ReconcileDeps, options: { idleSeconds: number; limit?: number }): Promise<string[]> {
   const requeued: string[] = [];
-  for (const { id, current_job_id } of stuck as { id: string; current_job_id: string | null }[]) {
-    const job = await app.queues.webhooks.getJob(current_job_id ?? id);
-    if (job && LIVE.has(await job.getState())) continue;
+  for (const { id, currentJobId } of await idlePendingDeliveries(deps.db, options.idleSeconds, options.limit ?? 500)) {
+    if (await isLive(deps.queues.webhooks, currentJobId ?? id)) continue;
     const jobId = `${id}-r-${Date.now().toString(36)}`;
-    const claimed = await app.db('webhook_deliveries')
-      .where({ id, status: 'pending' })
-      .where((q) => (current_job_id ? q.where({ current_job_id }) : q.whereNull('current_job_id')))
-      .update({ current_job_id: jobId, updated_at: app.db.fn.now() });
-    if (!claimed) continue; // moved on meanwhile
-    await enqueueDelivery(app.queues, app.config.webhooks, id, jobId);
+    if (!(await claimDelivery(deps.db, id, currentJobId, jobId))) continue; // moved on meanwhile
+    await enqueueDelivery(deps.queues, deps.config.webhooks.retrySchedule, id, jobId);
     requeued.push(id);
   }
-  if (requeued.length) app.log.warn({ deliveries: requeued.length }, 'reconciler re-enqueued stuck webhook deliveries');
+  if (requeued.length) deps.log.warn({ deliveries: requeued.length }, 'reconciler re-enqueued stuck webhook deliveries');
   return requeued;
 }

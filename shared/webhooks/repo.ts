@@ -36,7 +36,7 @@ const LOAD = `
          e.payload, e.sealed_access_code, k.webhook_secret_encrypted
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
-    JOIN api_keys k ON k.id = e.api_key_id
+    JOIN api_key_webhooks k ON k.id = e.api_key_id
    WHERE d.id = ANY($1::uuid[])`;
 
 // Each delivery's new state and its attempt's row in one statement: atomic without a transaction's extra round
@@ -144,4 +144,110 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
  */
 async function prepared(db: Knex, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
   return withConnection(db, (connection) => connection.query({ name, text, values }));
+}
+
+// Events and deliveries outside the delivery jobs' hot path: recording, dead letters, reconciling, pruning.
+
+export interface EventRow {
+  readonly id: string;
+  readonly transactionId: string;
+  readonly organizationId: string;
+  readonly apiKeyId: string;
+  readonly type: string;
+  readonly payload: Record<string, unknown>;
+  readonly sealedAccessCode: string | null;
+}
+
+export async function insertEvent(trx: Knex.Transaction, e: EventRow): Promise<void> {
+  await trx('events').insert({
+    id: e.id,
+    transaction_id: e.transactionId,
+    organization_id: e.organizationId,
+    api_key_id: e.apiKeyId,
+    type: e.type,
+    payload: JSON.stringify(e.payload),
+    sealed_access_code: e.sealedAccessCode,
+  });
+}
+
+/** The key's webhook URL, through the view api-keys publishes (null when it has none). */
+export async function webhookUrlOf(trx: Knex.Transaction, apiKeyId: string): Promise<string | null> {
+  const key = await trx('api_key_webhooks').where({ id: apiKeyId }).first('webhook_url');
+  return key?.webhook_url ?? null;
+}
+
+export async function insertDelivery(trx: Knex.Transaction, d: { id: string; eventId: string; apiKeyId: string; url: string }): Promise<void> {
+  await trx('webhook_deliveries').insert({ id: d.id, event_id: d.eventId, api_key_id: d.apiKeyId, url: d.url });
+}
+
+export interface DeadDeliveryRow {
+  readonly id: string;
+  readonly event: string;
+  readonly transaction_id: string;
+  readonly url: string;
+  readonly attempts: number;
+  readonly last_status_code: number | null;
+  readonly last_error: string | null;
+  readonly updated_at: Date;
+}
+
+/** Dead deliveries with their event, newest first; one when `id` is given. */
+export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliveryRow[]> {
+  const query = db('webhook_deliveries as d')
+    .join('events as e', 'e.id', 'd.event_id')
+    .where('d.status', 'dead')
+    .orderBy('d.updated_at', 'desc')
+    .select('d.id', 'e.type as event', 'e.transaction_id', 'd.url', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.updated_at');
+  if (id !== undefined) query.where('d.id', id);
+  return query;
+}
+
+/** A dead delivery back to pending under a new current job; false when it was not dead. */
+export async function reviveDead(db: Knex, id: string, jobId: string): Promise<boolean> {
+  const revived = await db('webhook_deliveries')
+    .where({ id, status: 'dead' })
+    .update({ status: 'pending', current_job_id: jobId, next_attempt_at: null, updated_at: db.fn.now() })
+    .returning('id');
+  return revived.length > 0;
+}
+
+/** Undoes a revival whose job could not be enqueued (only while that job is still the current one). */
+export async function markDeadAgain(db: Knex, id: string, jobId: string): Promise<void> {
+  await db('webhook_deliveries').where({ id, current_job_id: jobId }).update({ status: 'dead', updated_at: db.fn.now() });
+}
+
+/** Pending deliveries untouched for `idleSeconds`, the longest idle first. */
+export async function idlePendingDeliveries(db: Knex, idleSeconds: number, limit: number): Promise<{ id: string; currentJobId: string | null }[]> {
+  const rows = await db('webhook_deliveries')
+    .where({ status: 'pending' })
+    .where('updated_at', '<', db.raw(`now() - make_interval(secs => ?)`, [idleSeconds]))
+    .orderBy('updated_at')
+    .limit(limit)
+    .select('id', 'current_job_id');
+  return rows.map((r: { id: string; current_job_id: string | null }) => ({ id: r.id, currentJobId: r.current_job_id }));
+}
+
+/** Makes `jobId` the pending delivery's current job, if its current job is still `expected`; false otherwise. */
+export async function claimDelivery(db: Knex, id: string, expected: string | null, jobId: string): Promise<boolean> {
+  const claimed = await db('webhook_deliveries')
+    .where({ id, status: 'pending' })
+    .where((q) => (expected ? q.where({ current_job_id: expected }) : q.whereNull('current_job_id')))
+    .update({ current_job_id: jobId, updated_at: db.fn.now() });
+  return claimed > 0;
+}
+
+const PRUNE_BATCH = 5000;
+
+/** Deletes attempts older than `days`, in batches so a large backlog never holds long locks. */
+export async function deleteAttemptsOlderThan(db: Knex, days: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw(
+      `DELETE FROM webhook_attempts WHERE id IN (
+         SELECT id FROM webhook_attempts WHERE created_at < now() - make_interval(days => ?) ORDER BY id LIMIT ?)`,
+      [days, PRUNE_BATCH],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < PRUNE_BATCH) return total;
+  }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { SecretBox } from '../crypto/secret-box';
+import { insertDelivery, insertEvent, webhookUrlOf } from './repo';
 
 export type EventType = 'work_registered' | 'work_updated' | 'work_failed';
 
@@ -22,18 +23,11 @@ export const accessCodeAad = (eventId: string) => `access-code:${eventId}`;
  */
 export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: NewEvent): Promise<string | null> {
   const id = randomUUID();
-  await trx('events').insert({
-    id,
-    transaction_id: event.transactionId,
-    organization_id: event.organizationId,
-    api_key_id: event.apiKeyId,
-    type: event.type,
-    payload: JSON.stringify(event.payload),
-    sealed_access_code: event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null,
-  });
-  const key = await trx('api_keys').where({ id: event.apiKeyId }).first('webhook_url');
-  if (!key?.webhook_url) return null;
+  const sealedAccessCode = event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null;
+  await insertEvent(trx, { ...event, id, sealedAccessCode });
+  const url = await webhookUrlOf(trx, event.apiKeyId);
+  if (!url) return null;
   const deliveryId = randomUUID();
-  await trx('webhook_deliveries').insert({ id: deliveryId, event_id: id, api_key_id: event.apiKeyId, url: key.webhook_url });
+  await insertDelivery(trx, { id: deliveryId, eventId: id, apiKeyId: event.apiKeyId, url });
   return deliveryId;
 }

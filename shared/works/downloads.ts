@@ -1,8 +1,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { AppContext } from '../context';
 import type { Principal } from '../api-keys/types';
-import { ensureCertificate } from '../certificates/service';
+import { ensureCertificate, type CertificateDeps } from '../certificates/service';
 import { workVersion } from './service';
 
 /** Contract §6: a presigned GET valid 10 minutes. */
@@ -13,7 +12,7 @@ export interface Download {
   readonly expiresAt: Date;
 }
 
-type Deps = Pick<AppContext, 'db' | 'storage' | 'config'>;
+type Deps = CertificateDeps;
 
 /**
  * The audio a version anchored (the latest when `version` is absent). A metadata-only version's row names

@@ -110,12 +110,6 @@ export async function workById(db: Knex, id: string): Promise<WorkRecord | undef
   return row ? toWork(row) : undefined;
 }
 
-/** The explorer link finalization announced for a version (its transaction's result). */
-export async function announcedExplorerUrl(db: Knex, transactionId: string): Promise<string | undefined> {
-  const row = await db('transactions').where({ id: transactionId }).first(db.raw("result->>'explorer_url' AS url"));
-  return row?.url || undefined;
-}
-
 export async function listVersions(db: Knex, workId: string): Promise<WorkVersionRecord[]> {
   const rows = await db('work_versions').where({ work_id: workId }).orderBy('version', 'asc');
   return rows.map(toVersion);
@@ -129,4 +123,86 @@ export async function findVersion(db: Knex, workId: string, version: number): Pr
 export async function countVersions(db: Knex, workId: string): Promise<number> {
   const [row] = await db('work_versions').where({ work_id: workId }).count<{ count: string }[]>('* as count');
   return Number(row?.count ?? 0);
+}
+
+/** The work with this registration id on a network, whatever its organization (the operator's `verify`). */
+export async function workOnNetwork(db: Knex, network: Network, atsId: number): Promise<WorkRecord | undefined> {
+  const row = await db('works').where({ network, ats_id: atsId }).first();
+  return row ? toWork(row) : undefined;
+}
+
+/** The organization's work with this registration id on a network. */
+export async function workOnNetworkOf(db: Knex, organizationId: string, network: Network, atsId: number): Promise<WorkRecord | undefined> {
+  const row = await db('works').where({ organization_id: organizationId, network, ats_id: atsId }).first();
+  return row ? toWork(row) : undefined;
+}
+
+/** The latest version of a work: what a metadata-only version reuses. */
+export async function latestVersion(db: Knex, workId: string): Promise<WorkVersionRecord | undefined> {
+  const row = await db('work_versions').where({ work_id: workId }).orderBy('version', 'desc').first();
+  return row ? toVersion(row) : undefined;
+}
+
+/** A registration's finalized work row (its first version is inserted alongside). */
+export type NewWork = Omit<WorkRecord, 'latestVersion'> & { readonly accessCodeHash: Buffer | null };
+
+export async function insertWork(trx: Knex.Transaction, work: NewWork): Promise<void> {
+  await trx('works').insert({
+    id: work.id,
+    organization_id: work.organizationId,
+    network: work.network,
+    ats_id: work.atsId,
+    owner: work.owner,
+    title: work.title,
+    asset_filename: work.assetFilename,
+    latest_version: 1,
+    latest_commitment: work.latestCommitment,
+    external_user_ref: work.externalUserRef,
+    access_code_hash: work.accessCodeHash,
+    has_files: work.hasFiles,
+    created_at: work.createdAt,
+    latest_version_at: work.latestVersionAt,
+  });
+}
+
+/** The work's latest version number, its row locked until the caller's transaction ends (orders version writers). */
+export async function lockLatestVersion(trx: Knex.Transaction, workId: string): Promise<number> {
+  const row = await trx('works').where({ id: workId }).forUpdate().first('latest_version');
+  return Number(row.latest_version);
+}
+
+export async function advanceWork(
+  trx: Knex.Transaction,
+  workId: string,
+  to: { version: number; commitment: string; at: Date; assetFilename?: string },
+): Promise<void> {
+  await trx('works')
+    .where({ id: workId })
+    .update({
+      latest_version: to.version,
+      latest_commitment: to.commitment,
+      latest_version_at: to.at,
+      ...(to.assetFilename === undefined ? {} : { asset_filename: to.assetFilename }),
+    });
+}
+
+export async function insertVersion(trx: Knex.Transaction, v: WorkVersionRecord): Promise<void> {
+  await trx('work_versions').insert({
+    work_id: v.workId,
+    version: v.version,
+    transaction_id: v.transactionId,
+    commitment: v.commitment,
+    media_hash: v.mediaHash,
+    merkle_root: v.merkleRoot,
+    title: v.title,
+    filename: v.filename,
+    creators: JSON.stringify(v.creators),
+    audio_key: v.audioKey,
+    audio_size: v.audioSize,
+    tx_hash: v.txHash,
+    block_number: v.blockNumber,
+    block_hash: v.blockHash,
+    extrinsic_index: v.extrinsicIndex,
+    finalized_at: v.finalizedAt,
+  });
 }

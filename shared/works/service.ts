@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { NETWORKS, type Network } from '../config';
 import { AppError, notFound } from '../errors';
 import type { Principal } from '../api-keys/types';
-import type { Creator } from '../registration/commitment';
+import type { Creator } from '../works/types';
 import { decodeCursor, encodeCursor } from './cursor';
 import { countVersions, countWorks, findVersion, findWork, listVersions, sliceOfWorks, worksByAtsId, type ListFilter } from './repo';
 import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
@@ -89,7 +89,7 @@ export async function workVersions(db: Knex, principal: Principal, atsId: number
 }
 
 /** The creators a version anchored: the latest unless `version` names another. */
-export async function workCreators(db: Knex, principal: Principal, atsId: number, network?: Network, version?: number): Promise<{ version: number; creators: Creator[] }> {
+export async function workCreators(db: Knex, principal: Principal, atsId: number, network?: Network, version?: number): Promise<{ version: number; creators: readonly Creator[] }> {
   const work = await workByAtsId(db, principal, atsId, network);
   const found = await findVersion(db, work.id, version ?? work.latestVersion);
   if (!found) throw notFound('Version');

@@ -1,5 +1,20 @@
 import type { Network } from '../config';
-import type { Creator } from '../registration/commitment';
+
+/** A creator as the partner sent it (contract §4) and the commitment encodes it (§5). */
+export interface CreatorRoles {
+  readonly author?: boolean;
+  readonly composer?: boolean;
+  readonly arranger?: boolean;
+  readonly adapter?: boolean;
+}
+
+export interface Creator {
+  readonly full_name: string;
+  readonly roles: CreatorRoles;
+  readonly ipi?: string;
+  readonly isni?: string;
+  readonly email?: string;
+}
 
 /** A row of the finalized index (`works`): written only when a registration's block is final. */
 export interface WorkRecord {
@@ -28,7 +43,7 @@ export interface WorkVersionRecord {
   readonly merkleRoot: string;
   readonly title: string;
   readonly filename: string;
-  readonly creators: Creator[];
+  readonly creators: readonly Creator[];
   /**
    * The audio this version anchored. A metadata-only version points at the object of the version whose
    * audio it reuses, so every version has its audio here.

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { Config } from '../../shared/config';
 import { createLogger } from '../../shared/logger';
-import { createContext, closeContext, type AppContext } from '../../shared/context';
+import { openResources, type Resources } from '../../shared/resources';
 import { createWebApp, type WebAppOptions } from '../../web/app';
 import { attachLiveTracking, type LiveTracking } from '../../web/ws';
 import { answerClientErrors } from '../../web/client-errors';
@@ -23,7 +23,7 @@ export const testLogger = () => createLogger('debug', logSink);
 
 export interface TestApp {
   readonly url: string;
-  readonly context: AppContext;
+  readonly context: Resources;
   /** The WebSocket and socket.io side of this web process. */
   readonly live: LiveTracking;
   close(): Promise<void>;
@@ -31,7 +31,7 @@ export interface TestApp {
 
 /** A real web process in this process: its own connections, listening on a free port. */
 export async function startApp(config: Config = testServices().config, options: WebAppOptions = {}): Promise<TestApp> {
-  const context = createContext(config, testLogger(), 'web');
+  const context = openResources(config, testLogger(), 'web');
   await whenConnected(context);
   const server = http.createServer(createWebApp(context, options).callback());
   answerClientErrors(server);
@@ -46,7 +46,7 @@ export async function startApp(config: Config = testServices().config, options: 
       await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await closeContext(context);
+      await context.close();
     },
   };
 }
@@ -100,7 +100,7 @@ export function expectError(reply: Reply, status: number, code: string): { code:
 }
 
 /** Resolves once Redis and every chain connection are up (events, not polling). */
-export async function whenConnected(context: AppContext): Promise<void> {
+export async function whenConnected(context: Resources): Promise<void> {
   const redisUp =
     context.redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => context.redis.once('ready', () => resolve()));
   let timer: NodeJS.Timeout | undefined;

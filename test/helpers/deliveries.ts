@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { recordEvent } from '../../shared/webhooks/service';
-import { enqueueDelivery } from '../../shared/webhooks/enqueue';
+import { enqueueDelivery } from '../../shared/queue/jobs';
 import { createKey, createOrg, type TestKey } from './factories';
 import { eventually } from './app';
 
@@ -15,7 +15,7 @@ export interface TestDelivery {
  * A work_failed event for a transaction of a new organization, recorded as the pipeline records one (same
  * service, same SQL transaction), with its delivery to `url` enqueued. No chain involved.
  */
-export async function deliverEvent(ctx: AppContext, url: string): Promise<TestDelivery> {
+export async function deliverEvent(ctx: Resources, url: string): Promise<TestDelivery> {
   const organizationId = await createOrg(ctx, 0);
   const key = await createKey(ctx, organizationId, ['works:register'], url);
   const transactionId = randomUUID();
@@ -29,7 +29,7 @@ export async function deliverEvent(ctx: AppContext, url: string): Promise<TestDe
       status: 'failed',
       current_step: 'failed',
       steps: JSON.stringify([]),
-      quote: JSON.stringify({}),
+      anchor: JSON.stringify({}),
       price_credits: 0,
     });
     return recordEvent(trx, ctx.box, {
@@ -52,18 +52,18 @@ export async function deliverEvent(ctx: AppContext, url: string): Promise<TestDe
     });
   });
   if (!deliveryId) throw new Error('the key has no webhook URL');
-  await enqueueDelivery(ctx.queues, ctx.config.webhooks, deliveryId);
+  await enqueueDelivery(ctx.queues, ctx.config.webhooks.retrySchedule, deliveryId);
   return { deliveryId, transactionId, key };
 }
 
 /** The delivery's row once it reaches `status` (PostgreSQL polled, bounded). */
-export function deliveryReaches(ctx: AppContext, deliveryId: string, status: 'pending' | 'delivered' | 'dead', timeoutMs?: number) {
+export function deliveryReaches(ctx: Resources, deliveryId: string, status: 'pending' | 'delivered' | 'dead', timeoutMs?: number) {
   return eventually(async () => {
     const row = await ctx.db('webhook_deliveries').where({ id: deliveryId }).first();
     return row?.status === status ? row : undefined;
   }, `delivery ${deliveryId} to be ${status}`, timeoutMs);
 }
 
-export function attemptRows(ctx: AppContext, deliveryId: string) {
+export function attemptRows(ctx: Resources, deliveryId: string) {
   return ctx.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt');
 }

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { createOrganization, setOrganizationStatus } from '../../shared/organizations/service';
 import { createApiKey } from '../../shared/api-keys/service';
 import type { Scope } from '../../shared/api-keys/types';
@@ -9,12 +9,12 @@ let counter = 0;
 /** Every token and secret handed out in this run, for the log scan at the end of the suite. */
 export const issuedSecrets = new Set<string>();
 
-export async function createOrg(ctx: AppContext, credits = 1000): Promise<string> {
+export async function createOrg(ctx: Resources, credits = 1000): Promise<string> {
   const org = await createOrganization({ db: ctx.db, box: ctx.box, chains: ctx.config.chains }, { name: `Test org ${++counter}`, credits });
   return org.organization_id;
 }
 
-export async function suspendOrg(ctx: AppContext, organizationId: string): Promise<void> {
+export async function suspendOrg(ctx: Resources, organizationId: string): Promise<void> {
   await setOrganizationStatus(ctx.db, organizationId, 'suspended');
 }
 
@@ -25,7 +25,7 @@ export interface TestKey {
 }
 
 export async function createKey(
-  ctx: AppContext,
+  ctx: Resources,
   organizationId: string,
   scopes: Scope[] = ['works:register', 'works:update', 'works:read'],
   webhookUrl: string | null = null,
@@ -51,7 +51,7 @@ export interface WorkRowOptions {
  * organization, with ats_ids taken from the network's counter so real registrations never collide with them.
  * Returns their ids in insertion order.
  */
-export async function insertWorks(ctx: AppContext, organizationId: string, count: number, options: WorkRowOptions = {}): Promise<string[]> {
+export async function insertWorks(ctx: Resources, organizationId: string, count: number, options: WorkRowOptions = {}): Promise<string[]> {
   const network = options.network ?? 'testnet';
   const [reserved] = await ctx.db('ats_counters').where({ network }).increment('next_id', count).returning('next_id');
   const firstAtsId = Number(reserved.next_id) - count;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { call, eventually, type Reply } from './app';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 
 export const creator = (overrides: Record<string, unknown> = {}) => ({
   full_name: 'Ada Lovelace',
@@ -78,7 +78,7 @@ export async function addVersion(base: string, token: string, atsId: number, bod
 }
 
 /** Waits until the transaction is terminal (finalized or failed); returns its row. */
-export function settled(ctx: AppContext, txId: string, timeoutMs = 120_000): Promise<Record<string, any>> {
+export function settled(ctx: Resources, txId: string, timeoutMs = 120_000): Promise<Record<string, any>> {
   return eventually(async () => {
     const row = await ctx.db('transactions').where({ id: txId }).first();
     return row.status === 'finalized' || row.status === 'failed' ? row : undefined;

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import type { Config, Env, QueueName } from '../../shared/config';
-import { createContext, closeContext } from '../../shared/context';
+import { openResources } from '../../shared/resources';
 import { startWorkers } from '../../jobs/workers';
 import { PROCESSORS } from '../../jobs/registry';
 import { startApp, testLogger, whenConnected } from './app';
@@ -13,14 +13,14 @@ export interface TestWorkers {
 
 /** Real BullMQ workers in this process, with their own connections, like a `worker` process. */
 export async function startTestWorkers(config: Config = testServices().config, queues: QueueName[] = ['prepare', 'chain', 'webhooks']): Promise<TestWorkers> {
-  const context = createContext(config, testLogger(), 'worker');
+  const context = openResources(config, testLogger(), 'dev');
   await whenConnected(context);
   const running = startWorkers(context, queues, PROCESSORS);
   await Promise.all(running.workers.map((w) => w.waitUntilReady()));
   return {
     async stop() {
       await running.stop(5000);
-      await closeContext(context);
+      await context.close();
     },
   };
 }

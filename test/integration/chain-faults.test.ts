@@ -12,7 +12,7 @@ import { decodeAnchor } from '../../shared/chain/remark-payload';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { freePort } from '../../shared/dev/embedded/net';
 import { relayerAddress } from '../../shared/chain/keys';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import type { Env } from '../../shared/config';
 import { scheduleMaintenance } from '../../jobs/maintenance/processor';
 
@@ -35,7 +35,7 @@ async function anchoredAtsIds(api: ApiPromise, from: number, to: number): Promis
 }
 
 /** Every transaction finalized, one work each, one debit each, no refund, each anchor exactly once on chain. */
-async function expectExactlyOnce(ctx: AppContext, api: ApiPromise, org: string, ids: string[], fromBlock: number): Promise<void> {
+async function expectExactlyOnce(ctx: Resources, api: ApiPromise, org: string, ids: string[], fromBlock: number): Promise<void> {
   await eventually(async () => {
     const done = await ctx.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
     return Number(done[0]!.count) === ids.length ? true : undefined;

@@ -8,7 +8,7 @@ import { createOrg, createKey } from '../helpers/factories';
 import { register } from '../helpers/registration';
 import { testServices } from '../helpers/services';
 import { loadConfig, parseEnvFile, type Env } from '../../shared/config';
-import { createContext, closeContext } from '../../shared/context';
+import { openResources } from '../../shared/resources';
 import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 import { freePort } from '../../shared/dev/embedded/net';
 
@@ -75,7 +75,7 @@ describe('npm run dev, stopped and started again', function () {
   it('registers before and after the restart; nothing is refunded', async () => {
     const first = await startDev();
     const config = loadConfig({ ...parseEnvFile(await fs.readFile(path.join(dataDir, 'dev.env'), 'utf8')), ...env, NODE_ENV: 'development' });
-    const ctx = createContext(config, testLogger(), 'web');
+    const ctx = openResources(config, testLogger(), 'web');
     try {
       const org = await createOrg(ctx, 10_000);
       const key = await createKey(ctx, org);
@@ -102,7 +102,7 @@ describe('npm run dev, stopped and started again', function () {
       expect(ledger.filter((k) => k === 'debit')).to.have.length(6);
       expect(ledger.filter((k) => k === 'refund')).to.have.length(0);
     } finally {
-      await closeContext(ctx);
+      await ctx.close();
     }
   });
 });

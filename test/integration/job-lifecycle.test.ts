@@ -9,10 +9,10 @@ import { addVersion, creator, initBody, quote, settled, upload } from '../helper
 import { configWith } from '../helpers/services';
 import { adminToken } from '../helpers/identity';
 import { audioKey } from '../../shared/registration/service';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 
 /** Whether the bucket still holds an object. */
-const stored = (ctx: AppContext, key: string) => objectExists(ctx.storage, key);
+const stored = (ctx: Resources, key: string) => objectExists(ctx.storage, key);
 
 describe('a job moves one way: reserved → uploaded → prepared → confirmed (contract §4)', function () {
   this.timeout(240_000);

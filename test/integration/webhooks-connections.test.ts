@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import nock from 'nock';
 import type { TestApp } from '../helpers/app';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver } from '../helpers/receiver';
 import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
@@ -51,14 +51,14 @@ describe('webhook delivery: kept-alive connections', function () {
   });
 
   /** Makes the first attempt of a recorded delivery, as its job would. */
-  async function attemptOf(deliveryId: string, deps: Partial<AttemptDeps> = {}, context: AppContext = app.context): Promise<Decision & { deliveryId: string }> {
+  async function attemptOf(deliveryId: string, deps: Partial<AttemptDeps> = {}, context: Resources = app.context): Promise<Decision & { deliveryId: string }> {
     const delivery = await repo.load(deliveryId);
     const decision = await attemptDelivery(context, delivery!, { retryIndex: 0, final: false }, { repo, connections, ...deps });
     return { ...decision, deliveryId };
   }
 
   /** Records a delivery to `url` and makes its first attempt. */
-  const attempt = async (url: string, deps: Partial<AttemptDeps> = {}, context: AppContext = app.context) =>
+  const attempt = async (url: string, deps: Partial<AttemptDeps> = {}, context: Resources = app.context) =>
     attemptOf((await deliverEvent(app.context, url)).deliveryId, deps, context);
 
   /** Records `count` deliveries to `url` first, then attempts them one after another with nothing in between. */

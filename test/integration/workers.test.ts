@@ -1,18 +1,18 @@
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
-import { createContext, closeContext, type AppContext } from '../../shared/context';
+import { openResources, type Resources } from '../../shared/resources';
 import { bullPrefix } from '../../shared/queue/queues';
 import { startWorkers } from '../../jobs/workers';
 import { configWith } from '../helpers/services';
 import { testLogger } from '../helpers/app';
 
 describe('workers', () => {
-  let ctx: AppContext;
+  let ctx: Resources;
   beforeEach(() => {
     // a key space of this test's own, so no other worker takes its jobs
-    ctx = createContext(configWith({ REDIS_PREFIX: `workers_${Date.now()}_${Math.random().toString(36).slice(2)}` }), testLogger(), 'worker');
+    ctx = openResources(configWith({ REDIS_PREFIX: `workers_${Date.now()}_${Math.random().toString(36).slice(2)}` }), testLogger(), 'dev');
   });
-  afterEach(() => closeContext(ctx));
+  afterEach(() => ctx.close());
 
   it('run only the queues they are given, and finish the active job before stopping', async () => {
     let release!: () => void;

@@ -185,7 +185,7 @@ describe('a registered work read back: details, downloads and certificates', fun
       version: 2,
       tx_hash: `0x${'ab'.repeat(32)}`,
       steps: JSON.stringify(v1tx.steps),
-      quote: JSON.stringify(v1tx.quote),
+      anchor: JSON.stringify(v1tx.anchor),
       result: JSON.stringify({ explorer_url: work.result.explorer_url }),
     });
     await app.context.db('work_versions').insert({ ...v1, version: 2, transaction_id: txId, commitment, creators: JSON.stringify(creators), tx_hash: `0x${'ab'.repeat(32)}`, block_number: v1.block_number + 3, finalized_at: finalizedAt });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { LookupAddress } from 'node:dns';
 import { forbiddenAddressKind } from '../../shared/webhooks/address-policy';
 import { pinnedLookup, RefusedDestination, vetDestination, type Resolver } from '../../shared/webhooks/destination';
-import { parseRetryAfter, retryDelaySeconds } from '../../shared/webhooks/retry-delay';
+import { parseRetryAfter, retryDelaySeconds } from '../../shared/webhooks/retry-policy';
 
 describe('webhook address policy (SSRF)', () => {
   const forbidden: [string, string][] = [

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { AppError } from '../../shared/errors';
 import { IdempotencyStore } from '../../shared/idempotency/service';
 import type { Principal } from '../../shared/api-keys/types';
@@ -10,7 +10,7 @@ const KEY_SHAPE = /^[A-Za-z0-9._:-]{1,255}$/;
  * Honours `Idempotency-Key` (contract §4): the handler's first answer is replayed byte for byte.
  * Runs after authentication (keys are scoped to the API key) and validation.
  */
-export function idempotent(app: AppContext): Middleware {
+export function idempotent(app: Resources): Middleware {
   const store = new IdempotencyStore(app.redis, app.config.redis.prefix, app.config.ttl.idempotencySeconds);
   return async (ctx, next) => {
     const key = ctx.get('Idempotency-Key');

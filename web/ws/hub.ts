@@ -1,4 +1,4 @@
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { createRedis, type Redis } from '../../shared/redis/client';
 import type { TransactionView } from '../../shared/transactions/service';
 import { loadTransactionViews, parseTransactionUpdate, transactionUpdatesChannel } from '../../shared/transactions/updates';
@@ -21,7 +21,7 @@ export class TransactionUpdatesHub {
   private readonly subscribed: Promise<boolean>;
   private connectedBefore = false;
 
-  constructor(private readonly app: AppContext) {
+  constructor(private readonly app: Resources) {
     const channel = transactionUpdatesChannel(app.config.redis.prefix);
     this.subscriber = createRedis(app.config.redis.url, 'worker', 'works-api:live-updates');
     this.subscriber.on('message', (from: string, message: string) => {

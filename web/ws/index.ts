@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { TransactionUpdatesHub } from './hub';
 import { LiveConnections } from './connections';
 import { transactionUpgrades } from './transaction-upgrades';
@@ -21,7 +21,7 @@ const CLOSE_GRACE_MS = 2000;
  * Live transaction tracking on the web's HTTP server: the plain WebSocket route and socket.io, both fed by
  * one Redis subscription per process (contract §6, spec 4.11).
  */
-export function attachLiveTracking(server: http.Server, app: AppContext): LiveTracking {
+export function attachLiveTracking(server: http.Server, app: Resources): LiveTracking {
   const hub = new TransactionUpdatesHub(app);
   const connections = new LiveConnections(app.config.live);
   const upgrades = transactionUpgrades({ app, hub, connections });

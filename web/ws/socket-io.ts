@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { Server, type Socket } from 'socket.io';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import type { Principal } from '../../shared/api-keys/types';
 import { getTransaction, type TransactionView } from '../../shared/transactions/service';
 import { pickRequestId } from '../middleware/request-id';
@@ -17,7 +17,7 @@ type Frame = { type: 'connected' | 'update'; transaction: TransactionView } | { 
 type Ack = (frame: Frame) => void;
 
 export interface SocketIoDeps {
-  readonly app: AppContext;
+  readonly app: Resources;
   readonly hub: TransactionUpdatesHub;
   readonly connections: LiveConnections;
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import type { AppContext } from '../../shared/context';
+import type { Resources } from '../../shared/resources';
 import { AppError } from '../../shared/errors';
 import { getTransaction } from '../../shared/transactions/service';
 import { pickRequestId } from '../middleware/request-id';
@@ -13,7 +13,7 @@ import { TransactionSocket } from './transaction-socket';
 const ROUTE = /^\/v1\/ws\/transactions\/([^/]+)\/?$/;
 
 export interface TransactionUpgradeDeps {
-  readonly app: AppContext;
+  readonly app: Resources;
   readonly hub: TransactionUpdatesHub;
   readonly connections: LiveConnections;
 }

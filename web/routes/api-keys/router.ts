@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../shared/api-keys/service';
 import { showOrganization } from '../../../shared/organizations/service';
 import type { AdminVerifier } from '../../../shared/identity/admin-verifier';
@@ -9,7 +9,7 @@ import { createApiKeySchema, type CreateApiKeyBody } from './schemas';
 import { presentApiKey, presentCreatedApiKey } from './presenters';
 
 /** Key management (spec 4.13): administrators of the organization only. */
-export function apiKeysRouter(app: AppContext, verifyAdmin: AdminVerifier): Router {
+export function apiKeysRouter(app: Resources, verifyAdmin: AdminVerifier): Router {
   const router = new Router({ prefix: '/v1/organizations/:organization_id/api-keys' });
   router.use(requireAdmin(verifyAdmin));
   // The organization must exist; the admin check above already tied it to the caller.

@@ -1,12 +1,12 @@
 import Router from '@koa/router';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import { checkReadiness } from '../../../shared/readiness';
 import type { WebMetrics } from '../../middleware/metrics';
 import type { AdminVerifier } from '../../../shared/identity/admin-verifier';
 import { requireOperator } from '../../middleware/operator-auth';
 
 /** Liveness and readiness, open (load balancers ask); metrics for operators only (queue names, volumes). */
-export function healthRouter(app: AppContext, metrics: WebMetrics, verifyIdentity: AdminVerifier): Router {
+export function healthRouter(app: Resources, metrics: WebMetrics, verifyIdentity: AdminVerifier): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };

@@ -3,7 +3,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import { QUEUE_NAMES } from '../../../shared/config';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import type { AdminVerifier } from '../../../shared/identity/admin-verifier';
 import { QUEUE_DEFINITIONS } from '../../../shared/queue/queues';
 import { requireOperator } from '../../middleware/operator-auth';
@@ -27,7 +27,7 @@ const BOARD_CSP = [
  * Bull Board at /admin/queues, every queue (the dead letters included), behind the operator check: its page,
  * static files and JSON API alike. Retrying a dead letter there sends the delivery again.
  */
-export function queuesBoard(app: AppContext, verifyAdmin: AdminVerifier): Middleware {
+export function queuesBoard(app: Resources, verifyAdmin: AdminVerifier): Middleware {
   const adapter = new KoaAdapter();
   adapter.setBasePath(BOARD_PATH);
   createBullBoard({

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import { issueSession } from '../../../shared/sessions/service';
 import type { Principal } from '../../../shared/api-keys/types';
 import { requirePrincipal } from '../../middleware/auth';
@@ -7,7 +7,7 @@ import { validateBody } from '../../middleware/validate';
 import { createSessionSchema } from './schemas';
 
 /** End-user sessions (contract §8): a key with `works:read` issues one (a session only reads). */
-export function sessionsRouter(app: AppContext): Router {
+export function sessionsRouter(app: Resources): Router {
   const router = new Router();
   router.post(
     '/v1/sessions',

@@ -1,4 +1,4 @@
-import type { Creator } from '../../../shared/registration/commitment';
+import type { Creator } from '../../../shared/works/types';
 import type { Download } from '../../../shared/works/downloads';
 import type { WorksPage } from '../../../shared/works/service';
 import type { WorkRecord, WorkVersionRecord } from '../../../shared/works/types';

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import type { Principal } from '../../../shared/api-keys/types';
 import { notFound } from '../../../shared/errors';
 import { listWorks, workCreators, workDetail, workVersions } from '../../../shared/works/service';
@@ -23,7 +23,7 @@ function pathNumber(value: string | undefined, what: string): number {
  * The read side (spec 4.8–4.10, contract §6), scope `works:read`. Every route also takes an end-user session
  * token, limited to its ref's works (contract §8).
  */
-export function worksReadRouter(app: AppContext): Router {
+export function worksReadRouter(app: Resources): Router {
   const router = new Router();
   const deps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
   const keyOrSession = requirePrincipal(deps, { scope: 'works:read', allowSession: true });

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import type { AppContext } from '../../../shared/context';
+import type { Resources } from '../../../shared/resources';
 import type { Principal } from '../../../shared/api-keys/types';
 import { OrganizationRateLimiter } from '../../../shared/rate-limit/service';
 import { confirmJob, initRegistration, initVersion, prepareJob, type InitInput, type VersionInitInput } from '../../../shared/registration/service';
@@ -18,7 +18,7 @@ function atsIdParam(raw: string | undefined): number {
 }
 
 /** Registration (spec 4.1–4.4) and versions (4.5–4.7): init, prepare, confirm. */
-export function worksRouter(app: AppContext): Router {
+export function worksRouter(app: Resources): Router {
   const router = new Router({ prefix: '/v1/works' });
   const authDeps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
   const auth = requirePrincipal(authDeps, { scope: 'works:register' });

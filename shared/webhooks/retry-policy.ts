@@ -19,3 +19,30 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   const date = Date.parse(text);
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
+
+/**
+ * A delivery job makes one attempt per run, as many runs as the schedule has steps plus one; a job found
+ * stalled (its worker died mid-attempt) may run again as often as the schedule has steps.
+ */
+export const deliveryAttempts = (schedule: readonly number[]) => schedule.length + 1;
+export const deliveryStallAllowance = (schedule: readonly number[]) => schedule.length;
+
+/** A retryable attempt failed; `delayMs` (the schedule, lengthened by a Retry-After) is read by the backoff. */
+export class RetryDelivery extends Error {
+  override readonly name = 'RetryDelivery';
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The `schedule` backoff of delivery jobs: the delay the failed run asked for, else the step of the retry
+ * schedule for the attempt that just failed. Set on every worker; only delivery jobs use the `schedule` type.
+ */
+export const scheduleBackoff = (schedule: readonly number[]) => (attemptsMade: number, _type?: string, err?: Error) => {
+  if (err instanceof RetryDelivery) return err.delayMs;
+  return retryDelaySeconds(schedule, attemptsMade - 1) * 1000;
+};

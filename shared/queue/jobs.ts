@@ -1,0 +1,82 @@
+import type { Job, JobsOptions, Queue } from 'bullmq';
+import type { QueueName } from '../config';
+import { deliveryAttempts } from '../webhooks/retry-policy';
+
+/** What each queue's jobs carry: ids, never state (processors load it from PostgreSQL or the job store). */
+export interface JobData {
+  readonly prepare: { readonly organizationId: string; readonly jobId: string; readonly run: number };
+  readonly chain: { readonly transactionId: string };
+  readonly webhooks: { readonly deliveryId: string };
+  /** `parked` once its first run has put it in `failed`, where it waits for an operator's retry. */
+  readonly 'webhooks-dead': { readonly deliveryId: string; readonly parked?: boolean };
+  /** Housekeeping jobs are told apart by name. */
+  readonly maintenance: Readonly<Record<string, unknown>>;
+  readonly certificates: { readonly workId: string; readonly version: number };
+}
+
+export type Queues = { readonly [N in QueueName]: Queue<JobData[N]> };
+export type JobOf<N extends QueueName> = Job<JobData[N]>;
+
+/** The states of a job that will still run (or is running): a job in any other state is finished or gone. */
+export const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/** Whether the queue holds a job of this id that will still run. */
+export async function isLive(queue: Queue, jobId: string): Promise<boolean> {
+  const job = await queue.getJob(jobId);
+  return job !== undefined && LIVE_JOB_STATES.has(await job.getState());
+}
+
+// One enqueue function per job kind, with every option of that kind: nothing else calls `add`.
+
+/**
+ * A prepare run: one BullMQ job per (job, run), so a second prepare of the job while the run is under way
+ * adds nothing and waits on the same job.
+ */
+export function enqueuePrepare(queues: Queues, data: JobData['prepare']): Promise<JobOf<'prepare'>> {
+  return queues.prepare.add('prepare', data, { jobId: `prepare-${data.organizationId}-${data.jobId}-${data.run}` });
+}
+
+/** A confirmed transaction's chain job (job id = transaction id: one live job per transaction). */
+export async function enqueueTransaction(queues: Queues, transactionId: string): Promise<void> {
+  await queues.chain.add('transaction', { transactionId }, { jobId: transactionId });
+}
+
+/**
+ * The transaction's chain job again, unless one will still run: a finished or failed job of the same id is
+ * removed first (BullMQ ignores an `add` whose job id exists). Returns whether it was enqueued.
+ */
+export async function requeueTransaction(queues: Queues, transactionId: string): Promise<boolean> {
+  const job = await queues.chain.getJob(transactionId);
+  if (job && LIVE_JOB_STATES.has(await job.getState())) return false;
+  if (job) await job.remove();
+  await enqueueTransaction(queues, transactionId);
+  return true;
+}
+
+/**
+ * A delivery job: one attempt per run, the waits computed by the `schedule` backoff (webhooks/retry-policy.ts).
+ * The first job of a delivery has the delivery's id; a revived or reconciled delivery gets a new job id,
+ * recorded as the delivery's current job.
+ */
+export function deliveryJobOptions(schedule: readonly number[], jobId: string): JobsOptions {
+  return { jobId, attempts: deliveryAttempts(schedule), backoff: { type: 'schedule' } };
+}
+
+export async function enqueueDelivery(queues: Queues, schedule: readonly number[], deliveryId: string, jobId = deliveryId): Promise<void> {
+  await queues.webhooks.add('deliver', { deliveryId }, deliveryJobOptions(schedule, jobId));
+}
+
+/** A dead letter (job id = delivery id: one per delivery), shown in Bull Board until retried. */
+export async function enqueueDeadLetter(queues: Queues, deliveryId: string): Promise<void> {
+  await queues['webhooks-dead'].add('dead-delivery', { deliveryId }, { jobId: deliveryId });
+}
+
+/** A finalized version's certificate (one job per version). */
+export async function enqueueCertificate(queues: Queues, workId: string, version: number): Promise<void> {
+  await queues.certificates.add('render', { workId, version }, { jobId: `certificate-${workId}-${version}` });
+}
+
+/** The repeatable housekeeping, one schedule per name however many workers call it. */
+export async function scheduleRepeatable(queues: Queues, name: string, everyMs: number): Promise<void> {
+  await queues.maintenance.upsertJobScheduler(name, { every: everyMs }, { name });
+}

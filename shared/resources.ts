@@ -1,0 +1,121 @@
+import type { Knex } from 'knex';
+import { QueueEvents } from 'bullmq';
+import type { Config, QueueName } from './config';
+import type { Logger } from './logger';
+import { createDb } from './db/knex';
+import { createRedis, type Redis } from './redis/client';
+import { bullPrefix, createQueues, closeQueues, type Queues } from './queue/queues';
+import { createStorage, type Storage } from './storage/s3';
+import { ChainConnections } from './chain/connections';
+import { SecretBox } from './crypto/secret-box';
+
+/**
+ * The process roles: each opens only the resources it uses. `dev` opens everything, for tools that play every
+ * part in one process (tests, benchmarks); `npm run dev` itself starts a web and a worker, each with its role.
+ * The operator CLI opens, per command, the one or two handles that command uses.
+ */
+export type Role = 'web' | { readonly worker: readonly QueueName[] } | 'dev';
+
+type Handle = 'db' | 'redis' | 'queues' | 'storage' | 'chains' | 'box' | 'prepareEvents';
+
+/**
+ * What each role uses. The web hashes nothing and signs nothing: its chain connection serves `/readyz` alone.
+ * A worker opens the union of its queues' needs (`redis` for the job store and live updates; BullMQ's own
+ * blocking connections are the workers').
+ */
+const WEB: readonly Handle[] = ['db', 'redis', 'queues', 'storage', 'chains', 'box', 'prepareEvents'];
+const QUEUE_NEEDS: Readonly<Record<QueueName, readonly Handle[]>> = {
+  prepare: ['db', 'redis', 'storage', 'chains', 'box'],
+  chain: ['db', 'redis', 'queues', 'chains', 'box'],
+  webhooks: ['db', 'redis', 'queues', 'box'],
+  'webhooks-dead': ['db', 'redis', 'queues'],
+  maintenance: ['db', 'redis', 'queues', 'storage'],
+  certificates: ['db', 'storage'],
+};
+
+export function handlesOf(role: Role): ReadonlySet<Handle> {
+  if (role === 'web') return new Set(WEB);
+  if (role === 'dev') return new Set([...WEB, ...Object.values(QUEUE_NEEDS).flat()]);
+  return new Set(role.worker.flatMap((queue) => QUEUE_NEEDS[queue]));
+}
+
+const roleName = (role: Role) => (typeof role === 'string' ? role : `worker of ${role.worker.join(',') || 'no queue'}`);
+
+/**
+ * The long-lived handles of one process, opened for its role and closed together. Services never see this
+ * type: each declares the handles it uses (`XxxDeps`), which a `Resources` satisfies. A handle the role did
+ * not open throws on use, naming the role, so a missing need shows at once rather than as a socket nobody
+ * expected. (Opened handles are plain properties, so `{ ...resources, config }` makes a variant.)
+ */
+export interface Resources {
+  readonly role: Role;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly db: Knex;
+  readonly redis: Redis;
+  readonly queues: Queues;
+  readonly storage: Storage;
+  readonly chains: ChainConnections;
+  readonly box: SecretBox;
+  /** Whether this role opened the chain connections (a worker without chain queues did not). */
+  readonly hasChains: boolean;
+  /** Completion events of the prepare queue, which the web waits on; opened on first use. */
+  prepareEvents(): QueueEvents;
+  close(): Promise<void>;
+}
+
+type Handles = { -readonly [K in 'db' | 'redis' | 'queues' | 'storage' | 'chains' | 'box']: Resources[K] };
+
+export function openResources(config: Config, log: Logger, role: Role): Resources {
+  const needs = handlesOf(role);
+  const name = roleName(role);
+  const opened: Partial<Handles> = {};
+  if (needs.has('db')) opened.db = createDb(config.database);
+  // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
+  if (needs.has('redis')) opened.redis = createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
+  // producers share that connection: the web enqueues through its fail-fast one too
+  if (needs.has('queues')) opened.queues = createQueues(opened.redis!, config.redis.prefix);
+  if (needs.has('storage')) opened.storage = createStorage(config.s3);
+  if (needs.has('chains')) opened.chains = new ChainConnections(config.chains);
+  if (needs.has('box')) opened.box = new SecretBox(config.secrets.key);
+
+  let events: { events: QueueEvents; connection: Redis } | undefined;
+  const resources = {
+    role,
+    config,
+    log,
+    ...opened,
+    hasChains: opened.chains !== undefined,
+    prepareEvents(): QueueEvents {
+      if (!needs.has('prepareEvents')) throw new Error(`the ${name} did not open prepareEvents`);
+      if (!events) {
+        const connection = createRedis(config.redis.url, 'worker', 'works-api:prepare-events');
+        events = { events: new QueueEvents('prepare', { connection, prefix: bullPrefix(config.redis.prefix) }), connection };
+        events.events.on('error', () => undefined);
+      }
+      return events.events;
+    },
+    async close(): Promise<void> {
+      const { db, redis, queues, storage, chains } = opened;
+      if (events) {
+        await events.events.close().catch(() => undefined);
+        events.connection.disconnect();
+      }
+      if (queues) await closeQueues(queues).catch(() => undefined);
+      // quit() fails when the server is gone; disconnect() also stops the reconnect timer.
+      await Promise.allSettled([redis?.quit().finally(() => redis.disconnect()), db?.destroy(), chains?.close()]);
+      storage?.client.destroy();
+    },
+  };
+  for (const handle of ['db', 'redis', 'queues', 'storage', 'chains', 'box'] as const) {
+    if (opened[handle] === undefined) {
+      Object.defineProperty(resources, handle, {
+        enumerable: false,
+        get: () => {
+          throw new Error(`the ${name} did not open ${handle} (shared/resources.ts)`);
+        },
+      });
+    }
+  }
+  return resources as Resources;
+}

@@ -1,0 +1,48 @@
+import type { Queues } from '../queue/jobs';
+import { enqueueCertificate, enqueueDelivery } from '../queue/jobs';
+import type { Config } from '../config';
+import { publishTransactionUpdates, type UpdateDeps } from './updates';
+
+/**
+ * What a committed change to transactions sets off, gathered inside the SQL transaction and carried out once
+ * it has committed: webhook deliveries to enqueue, live updates to publish, certificates to render.
+ */
+export interface Effects {
+  readonly deliveries: readonly string[];
+  readonly published: readonly string[];
+  readonly certificates: readonly { readonly workId: string; readonly version: number }[];
+}
+
+export const NO_EFFECTS: Effects = { deliveries: [], published: [], certificates: [] };
+
+export function effects(part: Partial<Effects>): Effects {
+  return { ...NO_EFFECTS, ...part };
+}
+
+export function mergeEffects(all: readonly Effects[]): Effects {
+  return {
+    deliveries: all.flatMap((e) => e.deliveries),
+    published: all.flatMap((e) => e.published),
+    certificates: all.flatMap((e) => e.certificates),
+  };
+}
+
+export interface EffectDeps extends UpdateDeps {
+  readonly queues: Queues;
+  readonly config: Pick<Config, 'redis' | 'webhooks'>;
+}
+
+/**
+ * Carries out committed effects. A delivery that cannot be enqueued throws (the reconciler would find it, but
+ * the caller's job is better retried now); a publish or a certificate only logs: the change is durable, a
+ * lost frame costs a live client one update, and a missing certificate is rendered on first download.
+ */
+export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void> {
+  for (const deliveryId of done.deliveries) await enqueueDelivery(deps.queues, deps.config.webhooks.retrySchedule, deliveryId);
+  await publishTransactionUpdates(deps, done.published);
+  for (const { workId, version } of done.certificates) {
+    await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>
+      deps.log.warn({ err: { message: err.message }, work_id: workId, version }, 'certificate not enqueued; it will be rendered on first download'),
+    );
+  }
+}

@@ -1,0 +1,68 @@
+import type { Knex } from 'knex';
+import type { Network } from '../config';
+import type { Creator } from './types';
+import { advanceWork, insertVersion, insertWork, lockLatestVersion } from './repo';
+
+/** A version final on chain, as the finalized index records it. */
+export interface FinalizedVersion {
+  readonly transactionId: string;
+  readonly organizationId: string;
+  readonly network: Network;
+  readonly atsId: number;
+  /** The work: a registration's is its job id; a version's, the work it targets. */
+  readonly workId: string;
+  readonly version: number;
+  readonly owner: string;
+  readonly externalUserRef: string | null;
+  readonly accessCodeHash: Buffer | null;
+  readonly commitment: string;
+  readonly mediaHash: string;
+  readonly merkleRoot: string;
+  readonly title: string;
+  readonly filename: string;
+  readonly creators: readonly Creator[];
+  readonly audioKey: string;
+  readonly audioSize: number;
+  /** A metadata-only version keeps the work's file name. */
+  readonly reusedAudio: boolean;
+  readonly txHash: string;
+  readonly blockNumber: number;
+  readonly blockHash: string;
+  readonly extrinsicIndex: number;
+  readonly finalizedAt: Date;
+}
+
+/**
+ * Writes a final version into the index, inside the caller's transaction: a registration creates the work,
+ * a version moves the work's latest version on. Versions of a work are numbered one after another; the
+ * work's row lock orders concurrent writers, and a version out of turn is refused.
+ */
+export async function indexFinalizedVersion(trx: Knex.Transaction, v: FinalizedVersion): Promise<void> {
+  if (v.version === 1) {
+    await insertWork(trx, {
+      id: v.workId,
+      organizationId: v.organizationId,
+      network: v.network,
+      atsId: v.atsId,
+      owner: v.owner,
+      title: v.title,
+      assetFilename: v.filename,
+      latestCommitment: v.commitment,
+      externalUserRef: v.externalUserRef,
+      accessCodeHash: v.accessCodeHash,
+      hasFiles: true,
+      createdAt: v.finalizedAt,
+      latestVersionAt: v.finalizedAt,
+    });
+  } else {
+    const latest = await lockLatestVersion(trx, v.workId);
+    if (latest + 1 !== v.version) throw new Error(`work ${v.workId} is at version ${latest}; cannot add version ${v.version}`);
+    await advanceWork(trx, v.workId, {
+      version: v.version,
+      commitment: v.commitment,
+      at: v.finalizedAt,
+      ...(v.reusedAudio ? {} : { assetFilename: v.filename }),
+    });
+  }
+  await insertVersion(trx, v);
+}

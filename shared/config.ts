@@ -2,13 +2,16 @@
  * The only module that reads the process environment. `loadConfig` parses it once into frozen
  * sections and throws a ConfigError naming every variable that is missing or malformed.
  */
+import { ConfigError, deepFreeze, EnvReader, type Env } from './env-reader';
+
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
 
 export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'maintenance', 'certificates'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
-export type Env = Record<string, string | undefined>;
+export type { Env };
+export { ConfigError, parseEnvFile } from './env-reader';
 
 export interface ChainNetworkConfig {
   readonly network: Network;
@@ -115,13 +118,6 @@ export interface Config {
   };
 }
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
-
 /** The process environment, for entry points that pass it on (the dev runner, the CLI). */
 export function processEnv(): Env {
   return process.env;
@@ -185,15 +181,6 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (chains.length === 0) problems.push('CHAIN_TESTNET_WS or CHAIN_MAINNET_WS must be set (at least one network)');
 
-  const queuesRaw = read.optional('WORKER_QUEUES');
-  let queues: QueueName[] = [...QUEUE_NAMES];
-  if (queuesRaw !== undefined && queuesRaw.trim() !== '') {
-    const names = queuesRaw.split(',').map((s) => s.trim()).filter(Boolean);
-    const unknown = names.filter((n) => !(QUEUE_NAMES as readonly string[]).includes(n));
-    if (unknown.length) problems.push(`WORKER_QUEUES has unknown queue(s) ${unknown.join(', ')}; known: ${QUEUE_NAMES.join(', ')}`);
-    queues = names.filter((n): n is QueueName => (QUEUE_NAMES as readonly string[]).includes(n));
-  }
-
   const config: Config = {
     env: nodeEnv,
     http: {
@@ -222,7 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
       devKeyFile: read.optional('DEV_IDP_KEY_FILE'),
       maxTokenAgeSeconds: read.int('ADMIN_TOKEN_MAX_AGE', 3600, 60, 86400),
     },
-    workers: { queues, concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000), lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000) },
+    workers: { queues: read.subset('WORKER_QUEUES', QUEUE_NAMES), concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000), lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000) },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
     ttl: {
       uploadSeconds: read.int('UPLOAD_TTL_SECONDS', 600, 1, 600),
@@ -284,72 +271,6 @@ function operatorCredential(read: EnvReader, nodeEnv: Config['env'], problems: s
   return { username, password };
 }
 
-class EnvReader {
-  constructor(private readonly env: Env, private readonly problems: string[]) {}
-
-  optional(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value === '' ? undefined : value;
-  }
-
-  required(name: string): string | undefined {
-    const value = this.optional(name);
-    if (value === undefined) this.problems.push(`${name} is required`);
-    return value;
-  }
-
-  int(name: string, fallback: number, min: number, max: number): number {
-    const raw = this.optional(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min || value > max) {
-      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
-      return fallback;
-    }
-    return value;
-  }
-
-  intList(name: string, fallback: number[], min: number, max: number): number[] {
-    const raw = this.optional(name);
-    if (raw === undefined) return fallback;
-    const values = raw.split(',').map((v) => Number(v.trim()));
-    if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < min || v > max)) {
-      this.problems.push(`${name} must be comma-separated integers from ${min} to ${max} (got "${raw}")`);
-      return fallback;
-    }
-    return values;
-  }
-
-  list(name: string): string[] {
-    return (this.optional(name) ?? '').split(',').map((v) => v.trim()).filter(Boolean);
-  }
-
-  bool(name: string, fallback: boolean): boolean {
-    const raw = this.optional(name);
-    if (raw === undefined) return fallback;
-    if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
-    if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
-    this.problems.push(`${name} must be true or false (got "${raw}")`);
-    return fallback;
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const raw = this.optional(name);
-    if (raw === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(raw)) return raw as T;
-    this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
-    return fallback;
-  }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 export interface DevOptions {
   readonly blockTimeMs: number;
   readonly port: number;
@@ -371,14 +292,4 @@ export function loadDevOptions(env: Env = process.env): DevOptions {
   };
   if (problems.length) throw new ConfigError(problems);
   return options;
-}
-
-/** Parses KEY=VALUE lines (the `.data/dev.env` the dev runner writes). */
-export function parseEnvFile(text: string): Env {
-  const out: Env = {};
-  for (const line of text.split(/\r?\n/)) {
-    const match = /^\s*([A-Z0-9_]+)\s*=\s*(.*?)\s*$/.exec(line);
-    if (match?.[1] && !line.trimStart().startsWith('#')) out[match[1]] = match[2];
-  }
-  return out;
 }

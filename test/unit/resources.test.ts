@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { loadConfig } from '../../shared/config';
+import { openResources, handlesOf } from '../../shared/resources';
+import { afterCommit, effects, mergeEffects, type EffectDeps } from '../../shared/transactions/effects';
+
+// A configuration naming unreachable servers: nothing here may connect.
+const config = loadConfig({
+  DATABASE_URL: 'postgres://127.0.0.1:1/none',
+  REDIS_URL: 'redis://127.0.0.1:1',
+  S3_BUCKET: 'b',
+  S3_ACCESS_KEY_ID: 'a',
+  S3_SECRET_ACCESS_KEY: 's',
+  CHAIN_TESTNET_WS: 'ws://127.0.0.1:1',
+  RELAYER_SEED_TESTNET: '//Alice',
+  SECRETS_KEY: randomBytes(32).toString('base64'),
+  OIDC_ISSUER: 'https://idp',
+  OIDC_AUDIENCE: 'works-api',
+  OIDC_JWKS_URL: 'https://idp/jwks',
+});
+const log = pino({ level: 'silent' });
+
+describe('resources per role', () => {
+  it('a worker opens only what its queues use', () => {
+    expect([...handlesOf({ worker: ['certificates'] })].sort()).to.deep.equal(['db', 'storage']);
+    expect([...handlesOf({ worker: ['webhooks'] })].sort()).to.deep.equal(['box', 'db', 'queues', 'redis']);
+    expect(handlesOf({ worker: ['prepare'] }).has('chains')).to.equal(true);
+    expect(handlesOf({ worker: ['webhooks', 'certificates'] }).has('chains')).to.equal(false);
+    // the web's chain connection serves /readyz
+    expect([...handlesOf('web')].sort()).to.deep.equal(['box', 'chains', 'db', 'prepareEvents', 'queues', 'redis', 'storage']);
+  });
+
+  it('a handle the role did not open throws, naming the role; a variant by spread keeps what was opened', async () => {
+    const resources = openResources(config, log, { worker: ['certificates'] });
+    try {
+      expect(resources.hasChains).to.equal(false);
+      expect(() => resources.chains).to.throw('the worker of certificates did not open chains');
+      expect(() => resources.redis).to.throw('did not open redis');
+      expect(() => resources.prepareEvents()).to.throw('did not open prepareEvents');
+      expect(resources.storage.bucket).to.equal('b');
+      const variant = { ...resources, config: { ...config, s3: { ...config.s3, bucket: 'other' } } };
+      expect(variant.storage).to.equal(resources.storage);
+      expect(Object.keys(variant)).to.not.include('chains');
+    } finally {
+      await resources.close();
+    }
+  });
+});
+
+describe('after-commit effects, with the handles a test gives', () => {
+  it('enqueues each delivery with the schedule\'s attempts, publishes once, asks for each certificate; a lost certificate only logs', async () => {
+    const added: { queue: string; name: string; data: unknown; opts: Record<string, unknown> }[] = [];
+    const queue = (name: string, fail = false) => ({
+      add: async (job: string, data: unknown, opts: Record<string, unknown>) => {
+        if (fail) throw new Error('redis away');
+        added.push({ queue: name, name: job, data, opts });
+      },
+    });
+    const published: string[] = [];
+    const warnings: string[] = [];
+    const deps = {
+      queues: { webhooks: queue('webhooks'), certificates: queue('certificates', true) },
+      config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
+      db: () => ({ whereIn: async (_c: string, ids: string[]) => ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })) }),
+      redis: { pipeline: () => ({ publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id), exec: async () => [] }) },
+      log: { warn: (_o: unknown, message: string) => warnings.push(message) },
+    } as unknown as EffectDeps;
+    const done = mergeEffects([effects({ deliveries: ['d1'], published: ['t1'] }), effects({ deliveries: ['d2'], certificates: [{ workId: 'w', version: 2 }] })]);
+
+    await afterCommit(deps, done);
+    expect(added.map((a) => [a.queue, a.name, a.data, a.opts])).to.deep.equal([
+      ['webhooks', 'deliver', { deliveryId: 'd1' }, { jobId: 'd1', attempts: 4, backoff: { type: 'schedule' } }],
+      ['webhooks', 'deliver', { deliveryId: 'd2' }, { jobId: 'd2', attempts: 4, backoff: { type: 'schedule' } }],
+    ]);
+    expect(published).to.deep.equal(['t1']);
+    expect(warnings).to.deep.equal(['certificate not enqueued; it will be rendered on first download']);
+  });
+});

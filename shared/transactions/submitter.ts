@@ -8,7 +8,7 @@ import { deliverAfterCommit, failWithin } from './outcomes';
 import { findTransaction, updateTransaction } from './repo';
 import { buildOwnerCall } from './pipeline';
 import { allocateNonces } from '../chain/nonces';
-import { INVALID_NONCE_ERROR } from '../chain/ats';
+import { INVALID_NONCE_ERROR } from '../chain/dialects/ats';
 import { failpoint } from '../failpoints';
 import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';

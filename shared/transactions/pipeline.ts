@@ -1,11 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from '../context';
 import type { AnchorService } from '../chain/anchors';
-import { findWallet } from '../organizations/repo';
-import { walletSeedAad } from '../organizations/service';
-import { PROTOCOL_VERSION } from '../registration/commitment';
 import { finalize } from './outcomes';
-import { findTransaction, updateTransaction, type TransactionRow } from './repo';
+import { earlierVersionUnfinished, findTransaction, setCallOnce, setVersionOnce, updateTransaction, type TransactionRow } from './repo';
+import { markSubmissionFinalized } from './submissions-repo';
+import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
@@ -70,7 +69,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     throw new RetryLater('the block was retracted before finality');
   }
   failpoint('chain.finalized');
-  await app.db('chain_submissions').where({ id: tx.submissionId, status: 'in_block' }).update({ status: 'finalized', updated_at: app.db.fn.now() });
+  await markSubmissionFinalized(app.db, tx.submissionId!);
   return finalize(app, tx.id);
 }
 
@@ -93,14 +92,8 @@ async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<Tra
   for (;;) {
     const allocated = await app.db.transaction(async (trx) => {
       const work = await trx('works').where({ id: tx.workId }).forUpdate().first('latest_version');
-      const ahead = await trx('transactions')
-        .where({ work_id: tx.workId, type: 'add_version' })
-        .whereIn('status', ['pending', 'submitted', 'in_block'])
-        // compared in SQL: created_at has microseconds a JavaScript Date would drop
-        .whereRaw('(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ?)', [tx.id])
-        .first('id');
-      if (ahead) return false;
-      await trx('transactions').where({ id: tx.id }).whereNull('version').update({ version: Number(work.latest_version) + 1 });
+      if (await earlierVersionUnfinished(trx, tx.workId!, tx.id)) return false;
+      await setVersionOnce(trx, tx.id, Number(work.latest_version) + 1);
       return true;
     });
     if (allocated) return (await findTransaction(app.db, tx.id))!;
@@ -116,27 +109,6 @@ async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<Tra
 export async function prepareCall(deps: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
   const callHex = await buildOwnerCall(deps, tx);
   // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
-  await deps.app.db('transactions').where({ id: tx.id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: deps.app.db.fn.now() });
+  await setCallOnce(deps.app.db, tx.id, callHex);
   return (await findTransaction(deps.app.db, tx.id))!;
-}
-
-/** The transaction's call, owner signature inside (`ats`: over `ownerNonce`, else the chain's current one). */
-export async function buildOwnerCall({ app, anchors }: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow, ownerNonce?: bigint): Promise<string> {
-  const wallet = await findWallet(app.db, tx.organizationId, tx.network);
-  if (!wallet) throw new Error(`organization ${tx.organizationId} has no ${tx.network} wallet`);
-  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(tx.organizationId, tx.network));
-  try {
-    return await anchors.buildCall(tx.network, {
-      action: tx.type === 'register' ? 'register' : 'update',
-      network: tx.network,
-      protocolVersion: PROTOCOL_VERSION,
-      atsId: BigInt(tx.atsId ?? 0),
-      version: tx.version ?? 1,
-      commitment: Buffer.from(tx.quote.commitment.slice(2), 'hex'),
-      ownerSeed: seed,
-      ...(ownerNonce !== undefined ? { ownerNonce } : {}),
-    });
-  } finally {
-    seed.fill(0);
-  }
 }

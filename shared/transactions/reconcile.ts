@@ -1,4 +1,5 @@
 import type { AppContext } from '../context';
+import { idleUnfinishedIds } from './repo';
 
 export interface ReconcileOptions {
   /** Only transactions untouched for this long are considered stuck. */
@@ -12,14 +13,9 @@ export interface ReconcileOptions {
  * pipeline is safe to run again, so a transaction that is in fact still moving is not harmed.
  */
 export async function reconcileTransactions(app: AppContext, options: ReconcileOptions): Promise<string[]> {
-  const stuck = await app.db('transactions')
-    .whereIn('status', ['pending', 'submitted', 'in_block'])
-    .where('updated_at', '<', app.db.raw(`now() - make_interval(secs => ?)`, [options.idleSeconds]))
-    .orderBy('updated_at')
-    .limit(options.limit ?? 500)
-    .pluck('id');
+  const stuck = await idleUnfinishedIds(app.db, options.idleSeconds, options.limit ?? 500);
   const requeued: string[] = [];
-  for (const id of stuck as string[]) {
+  for (const id of stuck) {
     const job = await app.queues.chain.getJob(id);
     const state = job ? await job.getState() : 'missing';
     if (state === 'active' || state === 'waiting' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children') continue;

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Principal } from '../api-keys/types';
 import { notFound } from '../errors';
 import type { PreparedQuote } from '../registration/types';
-import { findTransaction, type TransactionRow } from './repo';
+import { findTransaction, insertTransaction, type TransactionRow } from './repo';
 import { enterStep, STEP_PROGRESS } from './steps';
 
 /** Records a confirmed quote as a pending transaction; the registration's ats_id is allocated here. */
@@ -15,21 +15,20 @@ export async function createTransaction(trx: Knex.Transaction, quote: PreparedQu
     const [row] = await trx('ats_counters').where({ network: session.network }).increment('next_id', 1).returning('next_id');
     atsId = Number(row.next_id) - 1;
   }
-  await trx('transactions').insert({
+  await insertTransaction(trx, {
     id,
-    job_id: session.jobId,
-    organization_id: session.organizationId,
-    api_key_id: apiKeyId,
+    jobId: session.jobId,
+    organizationId: session.organizationId,
+    apiKeyId,
     network: session.network,
     type: session.kind,
-    status: 'pending',
-    current_step: 'validating',
-    steps: JSON.stringify(enterStep([], 'validating')),
-    quote: JSON.stringify(quote),
-    price_credits: quote.price.total_price_credits,
-    ats_id: atsId,
-    work_id: session.workId ?? null,
-    external_user_ref: session.externalUserRef,
+    currentStep: 'validating',
+    steps: enterStep([], 'validating'),
+    quote,
+    priceCredits: quote.price.total_price_credits,
+    atsId,
+    workId: session.workId ?? null,
+    externalUserRef: session.externalUserRef,
   });
   return id;
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../context';
-import { toTransaction } from './repo';
+import { findTransactions } from './repo';
 import { presentTransaction, type TransactionView } from './service';
 
 /**
@@ -18,8 +18,7 @@ export const transactionUpdatesChannel = (redisPrefix: string) => `${redisPrefix
 /** The REST bodies of these transactions, read in one query (unknown ids are left out). */
 export async function loadTransactionViews(db: Knex, ids: readonly string[]): Promise<TransactionView[]> {
   if (!ids.length) return [];
-  const rows = await db('transactions').whereIn('id', [...new Set(ids)]);
-  return rows.map((row) => presentTransaction(toTransaction(row)));
+  return (await findTransactions(db, ids)).map(presentTransaction);
 }
 
 /** Publishes the current state of one transaction; call after the SQL transaction that changed it commits. */

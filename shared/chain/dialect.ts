@@ -1,7 +1,6 @@
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
-import { encodeSignedAnchor, type AnchorFields } from './remark-payload';
-import { atsDialect } from './ats';
+import type { AnchorFields } from './remark-payload';
 
 /**
  * One registration or version to anchor (`atsId`: assigned by the service for remark, the work's chain id
@@ -28,7 +27,34 @@ export interface ItemAssignment {
   readonly version?: number;
 }
 
-/** How works are anchored on a given runtime; chosen from its metadata by `chooseDialect`. */
+export interface IndexedVersion {
+  readonly version: number;
+  readonly commitment: string;
+  readonly blockHash: string;
+  readonly txHash: string;
+}
+
+/** What the index says a work's versions should be on chain: its id, its owner's key, each version. */
+export interface ExpectedAnchors {
+  readonly atsId: number;
+  readonly ownerPublicKey: string;
+  readonly versions: readonly IndexedVersion[];
+}
+
+export interface VersionCheck {
+  readonly version: number;
+  readonly block_hash: string;
+  readonly tx_hash: string;
+  readonly found: boolean;
+  readonly commitment: boolean;
+  readonly ats_id: boolean;
+  readonly version_number: boolean;
+  readonly owner: boolean;
+  readonly signature: boolean;
+  readonly problem?: string;
+}
+
+/** How works are anchored on a given runtime; chosen from its metadata (choose-dialect.ts). */
 export interface RegistryDialect {
   readonly name: 'remark' | 'ats';
   /**
@@ -38,21 +64,6 @@ export interface RegistryDialect {
   buildCall(api: ApiPromise, request: AnchorRequest, relayer: string): Promise<SubmittableExtrinsic<'promise'>>;
   /** What the chain assigned to the item, from the events it emitted. */
   readAssignment(events: readonly ItemEvent[]): ItemAssignment;
-}
-
-/** Any Substrate chain: `system.remarkWithEvent` carrying the documented payload (docs/remark-anchor.md). */
-export const remarkDialect: RegistryDialect = {
-  name: 'remark',
-  async buildCall(api, request) {
-    const payload = encodeSignedAnchor(request, request.ownerSeed, Buffer.from(api.genesisHash.toU8a()));
-    // hex, so the bytes are taken as the remark itself rather than as SCALE-encoded Bytes
-    return api.tx.system.remarkWithEvent(`0x${payload.toString('hex')}`);
-  },
-  readAssignment: () => ({}),
-};
-
-/** `ats` when the runtime has the ATS pallet's `createOnBehalf`, else `remark`. */
-export function chooseDialect(api: ApiPromise): RegistryDialect {
-  const hasAts = typeof (api.tx as unknown as Record<string, Record<string, unknown> | undefined>).ats?.createOnBehalf === 'function';
-  return hasAts ? atsDialect : remarkDialect;
+  /** Each indexed version checked against the chain data alone, in this dialect's terms. */
+  verify(api: ApiPromise, expected: ExpectedAnchors): Promise<VersionCheck[]>;
 }

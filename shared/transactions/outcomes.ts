@@ -18,6 +18,11 @@ export interface OutcomeDeps extends EffectDeps {
   readonly config: Pick<Config, 'redis' | 'webhooks' | 'chains'>;
 }
 
+/** What carrying a transaction to its end uses: the outcomes' handles and the chain settings. */
+export interface TransactionDeps extends OutcomeDeps {
+  readonly config: Pick<Config, 'redis' | 'webhooks' | 'chains' | 'chainBatchMax' | 'chainGiveUpAfterSeconds' | 'chainForgetOnNewGenesis'>;
+}
+
 type Inclusion = { readonly blockHash: string; readonly blockNumber: number; readonly index: number };
 
 /**

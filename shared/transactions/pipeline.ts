@@ -1,18 +1,18 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Resources as AppContext } from '../resources';
+import type { TransactionDeps } from './outcomes';
 import type { AnchorService } from '../chain/anchors';
-import { findWallet } from '../organizations/repo';
-import { walletSeedAad } from '../organizations/service';
-import { PROTOCOL_VERSION } from '../registration/commitment';
 import { finalize } from './outcomes';
-import { findTransaction, updateTransaction, type TransactionRow } from './repo';
+import { lockLatestVersion } from '../works/repo';
+import { earlierVersionUnfinished, findTransaction, setCallOnce, setVersionOnce, updateTransaction, type TransactionRow } from './repo';
+import { markSubmissionFinalized } from './submissions-repo';
+import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
 import { publishTransactionUpdate } from './updates';
 
 export interface PipelineDeps {
-  readonly app: AppContext;
+  readonly app: TransactionDeps;
   readonly anchors: AnchorService;
   readonly submitter: RelayerSubmitter;
 }
@@ -70,12 +70,12 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     throw new RetryLater('the block was retracted before finality');
   }
   failpoint('chain.finalized');
-  await app.db('chain_submissions').where({ id: tx.submissionId, status: 'in_block' }).update({ status: 'finalized', updated_at: app.db.fn.now() });
+  await markSubmissionFinalized(app.db, tx.submissionId!);
   return finalize(app, tx.id);
 }
 
 /** Records entering a step (and any column changes); returns the row as it now stands. */
-async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {}): Promise<TransactionRow> {
+async function step(app: TransactionDeps, tx: TransactionRow, name: StepName, extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {}): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
   await publishTransactionUpdate(app, tx.id);
@@ -87,20 +87,14 @@ async function step(app: AppContext, tx: TransactionRow, name: StepName, extra: 
  * (by confirm order) has ended. Concurrent updates of one work are thereby serialized and numbered without
  * gaps or duplicates: a version that fails hands its number to the next.
  */
-async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<TransactionRow> {
+async function allocateVersion(app: TransactionDeps, tx: TransactionRow): Promise<TransactionRow> {
   if (tx.type !== 'add_version' || tx.version !== null) return tx;
   const deadline = Date.now() + SUBMITTER_WAIT_MS;
   for (;;) {
     const allocated = await app.db.transaction(async (trx) => {
-      const work = await trx('works').where({ id: tx.workId }).forUpdate().first('latest_version');
-      const ahead = await trx('transactions')
-        .where({ work_id: tx.workId, type: 'add_version' })
-        .whereIn('status', ['pending', 'submitted', 'in_block'])
-        // compared in SQL: created_at has microseconds a JavaScript Date would drop
-        .whereRaw('(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ?)', [tx.id])
-        .first('id');
-      if (ahead) return false;
-      await trx('transactions').where({ id: tx.id }).whereNull('version').update({ version: Number(work.latest_version) + 1 });
+      const latest = await lockLatestVersion(trx, tx.workId!);
+      if (await earlierVersionUnfinished(trx, tx.workId!, tx.id)) return false;
+      await setVersionOnce(trx, tx.id, latest + 1);
       return true;
     });
     if (allocated) return (await findTransaction(app.db, tx.id))!;
@@ -116,27 +110,6 @@ async function allocateVersion(app: AppContext, tx: TransactionRow): Promise<Tra
 export async function prepareCall(deps: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
   const callHex = await buildOwnerCall(deps, tx);
   // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
-  await deps.app.db('transactions').where({ id: tx.id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: deps.app.db.fn.now() });
+  await setCallOnce(deps.app.db, tx.id, callHex);
   return (await findTransaction(deps.app.db, tx.id))!;
-}
-
-/** The transaction's call, owner signature inside (`ats`: over `ownerNonce`, else the chain's current one). */
-export async function buildOwnerCall({ app, anchors }: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow, ownerNonce?: bigint): Promise<string> {
-  const wallet = await findWallet(app.db, tx.organizationId, tx.network);
-  if (!wallet) throw new Error(`organization ${tx.organizationId} has no ${tx.network} wallet`);
-  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(tx.organizationId, tx.network));
-  try {
-    return await anchors.buildCall(tx.network, {
-      action: tx.type === 'register' ? 'register' : 'update',
-      network: tx.network,
-      protocolVersion: PROTOCOL_VERSION,
-      atsId: BigInt(tx.atsId ?? 0),
-      version: tx.version ?? 1,
-      commitment: Buffer.from(tx.anchor.commitment.slice(2), 'hex'),
-      ownerSeed: seed,
-      ...(ownerNonce !== undefined ? { ownerNonce } : {}),
-    });
-  } finally {
-    seed.fill(0);
-  }
 }

@@ -86,6 +86,108 @@ export async function updateTransaction(db: Knex | Knex.Transaction, id: string,
   await db('transactions').where({ id }).update(values);
 }
 
+/* What the pipeline and the relayer's submitter read and write of transactions. */
+
+type Db = Knex | Knex.Transaction;
+
+function readyCalls(db: Db, network: Network) {
+  return db('transactions')
+    .where({ network, status: 'pending' })
+    .whereNotNull('call_hex')
+    .whereNull('submission_id')
+    .where((q) => q.whereNull('submit_after').orWhere('submit_after', '<=', db.fn.now()));
+}
+
+/** Whether a call of the network waits for a batch (status pending, own call built, none carrying it, due). */
+export async function hasReadyCall(db: Db, network: Network): Promise<boolean> {
+  return Boolean(await readyCalls(db, network).first('id'));
+}
+
+/** The network's calls waiting for a batch, oldest first. */
+export async function nextReadyCalls(db: Db, network: Network, limit: number): Promise<{ id: string; call_hex: string }[]> {
+  return readyCalls(db, network).orderBy('created_at').limit(limit).select('id', 'call_hex');
+}
+
+/** Those of these transactions still waiting for a batch, locked, in confirm order. */
+export async function lockUnbatched(trx: Knex.Transaction, ids: readonly string[]): Promise<{ id: string; call_hex: string; steps: Step[]; signings: number }[]> {
+  return trx('transactions').whereIn('id', ids).where({ status: 'pending' }).whereNull('submission_id').forUpdate().orderBy('created_at').select('id', 'call_hex', 'steps', 'signings');
+}
+
+/** The items of a batch, locked, in batch order. */
+export async function lockBatchItems(trx: Knex.Transaction, submissionId: string): Promise<{ id: string; status: TransactionStatus; steps: Step[]; signings: number; batch_index: number; created_at: Date }[]> {
+  return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
+}
+
+export async function transactionIdsOfBatch(db: Db, submissionId: string): Promise<string[]> {
+  return db('transactions').where({ submission_id: submissionId }).pluck('id');
+}
+
+/** A retracted block: its items go back to "submitted". */
+export async function retractBatchItems(db: Db, submissionId: string): Promise<void> {
+  await db('transactions')
+    .where({ submission_id: submissionId, status: 'in_block' })
+    .update({ status: 'submitted', block_hash: null, block_number: null, extrinsic_index: null, updated_at: db.fn.now() });
+}
+
+/** Takes a call out of its batch so a later round carries it, `afterSeconds` from now at the earliest. */
+export async function detachFromBatch(db: Db, id: string, afterSeconds = 0): Promise<void> {
+  await updateTransaction(db, id, {
+    status: 'pending',
+    submission_id: null,
+    batch_index: null,
+    tx_hash: null,
+    submit_after: afterSeconds ? db.raw(`now() + make_interval(secs => ?)`, [afterSeconds]) : null,
+  });
+}
+
+export async function organizationsOf(db: Db, ids: readonly string[]): Promise<{ id: string; organization_id: string }[]> {
+  return db('transactions').whereIn('id', ids).select('id', 'organization_id');
+}
+
+/** The owner nonces the organization's calls in the given batches (a subquery of their ids) were signed over. */
+export async function ownerNoncesIn(db: Db, organizationId: string, network: Network, submissionIds: Knex.QueryBuilder): Promise<bigint[]> {
+  const nonces = await db('transactions')
+    .where({ organization_id: organizationId, network })
+    .whereIn('submission_id', submissionIds)
+    .whereNotNull('owner_nonce')
+    .pluck('owner_nonce');
+  return nonces.map((n: string) => BigInt(n));
+}
+
+export async function setOwnerCall(db: Db, id: string, callHex: string, ownerNonce: bigint): Promise<void> {
+  await db('transactions').where({ id }).update({ call_hex: callHex, owner_nonce: ownerNonce.toString() });
+}
+
+/** Keeps the first call built for the transaction only. */
+export async function setCallOnce(db: Db, id: string, callHex: string): Promise<void> {
+  await db('transactions').where({ id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: db.fn.now() });
+}
+
+/** Whether a version write of the work confirmed before this one has not ended yet. */
+export async function earlierVersionUnfinished(db: Db, workId: string, transactionId: string): Promise<boolean> {
+  const ahead = await db('transactions')
+    .where({ work_id: workId, type: 'add_version' })
+    .whereIn('status', ['pending', 'submitted', 'in_block'])
+    // compared in SQL: created_at has microseconds a JavaScript Date would drop
+    .whereRaw('(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ?)', [transactionId])
+    .first('id');
+  return Boolean(ahead);
+}
+
+export async function setVersionOnce(db: Db, id: string, version: number): Promise<void> {
+  await db('transactions').where({ id }).whereNull('version').update({ version });
+}
+
+/** Every unfinished transaction of the network starts its way again, its call to be built anew; their count. */
+export async function restartUnfinished(db: Db, network: Network): Promise<number> {
+  const ids = await db('transactions')
+    .where({ network })
+    .whereIn('status', ['pending', 'submitted', 'in_block'])
+    .update({ status: 'pending', call_hex: null, submission_id: null, batch_index: null, tx_hash: null, block_hash: null, block_number: null, extrinsic_index: null, submit_after: null, updated_at: db.fn.now() })
+    .returning('id');
+  return ids.length;
+}
+
 /** A new pending transaction's row. */
 export interface NewTransactionRow {
   readonly id: string;

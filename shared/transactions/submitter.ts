@@ -1,47 +1,22 @@
 import { EventEmitter, once } from 'node:events';
-import type { Knex } from 'knex';
 import { withConnection } from '../db/knex';
-import type { Resources as AppContext } from '../resources';
+import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
-import { AnchorService, ERA_PERIOD, SubmissionRejected, type Inclusion } from '../chain/anchors';
-import { failWithin } from './outcomes';
-import { afterCommit, mergeEffects, type Effects } from './effects';
-import { findTransaction, updateTransaction } from './repo';
-import { buildOwnerCall } from './pipeline';
+import { AnchorService, ERA_PERIOD, SubmissionRejected } from '../chain/anchors';
 import { allocateNonces } from '../chain/nonces';
-import { INVALID_NONCE_ERROR } from '../chain/ats';
 import { failpoint } from '../failpoints';
+import { hasReadyCall, lockUnbatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch, updateTransaction } from './repo';
+import { insertSubmission, markSubmissionRetracted, signedNonces, signedSubmissions, type SubmissionRow } from './submissions-repo';
+import { recordInclusion, requeue, type Announce } from './batch-results';
+import { withOwnerNonces } from './owner-nonces';
 import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';
 import { ensureChainIdentity } from './chain-identity';
 
-export interface SubmissionRow {
-  readonly id: string;
-  readonly network: Network;
-  readonly relayer: string;
-  readonly nonce: number;
-  readonly extrinsicHex: string;
-  readonly txHash: string;
-  readonly signedAtBlock: number;
-  readonly status: 'signed' | 'in_block' | 'finalized' | 'expired' | 'rejected';
-}
-
-const toSubmission = (r: Record<string, any>): SubmissionRow => ({
-  id: r.id,
-  network: r.network,
-  relayer: r.relayer,
-  nonce: Number(r.nonce),
-  extrinsicHex: r.extrinsic_hex,
-  txHash: r.tx_hash,
-  signedAtBlock: r.signed_at_block,
-  status: r.status,
-});
+export type { SubmissionRow } from './submissions-repo';
 
 /** The longest a round waits for a new block before it looks for ready calls again. */
 const BLOCK_WAIT_MS = 30_000;
-
-/** The longest wait before a call refused with its relayer extrinsic is signed again (it doubles from 1 s). */
-const MAX_RESEND_BACKOFF_S = 60;
 
 /**
  * The one submitter of a relayer account. Whoever holds the relayer's PostgreSQL advisory lock (one
@@ -57,41 +32,9 @@ export class RelayerSubmitter {
   private readonly moves = new EventEmitter().setMaxListeners(0);
 
   constructor(
-    private readonly app: AppContext,
+    private readonly app: TransactionDeps,
     private readonly anchors: AnchorService,
   ) {}
-
-  /**
-   * `ats`: signs each call again over the owner nonce it must carry, in batch order (nonces.ts), under
-   * the relayer's lock like the relayer's nonce. Returns the calls to batch.
-   */
-  private async withOwnerNonces(trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
-    const owners = await trx('transactions as t')
-      .join('wallets as w', (j) => j.on('w.organization_id', 't.organization_id').andOn('w.network', 't.network'))
-      .whereIn('t.id', items.map((i) => i.id))
-      .select('t.id', 't.organization_id', 'w.public_key');
-    const ownerOf = new Map(owners.map((o) => [o.id as string, o]));
-    const calls = new Map<string, string>();
-    for (const organizationId of new Set(owners.map((o) => o.organization_id as string))) {
-      const mine = items.filter((i) => ownerOf.get(i.id)?.organization_id === organizationId);
-      const publicKey = String(ownerOf.get(mine[0]!.id)!.public_key).replace(/^0x/, '');
-      const chainNonce = await this.anchors.ownerNonce(network, Buffer.from(publicKey, 'hex'));
-      const onTheirWay = await trx('transactions as t')
-        .join('chain_submissions as s', 's.id', 't.submission_id')
-        .where({ 't.organization_id': organizationId, 't.network': network, 's.status': 'signed' })
-        .whereNotNull('t.owner_nonce')
-        .pluck('t.owner_nonce');
-      const { nonces, doomed } = allocateNonces(chainNonce, onTheirWay.map((n: string) => BigInt(n)), mine.length);
-      if (doomed.length) this.app.log.info({ network, organization_id: organizationId, doomed: doomed.map(String) }, 'owner calls on their way past a hole: signed again once they fail');
-      for (const [k, item] of mine.entries()) {
-        const tx = (await findTransaction(trx, item.id))!;
-        const hex = await buildOwnerCall({ app: this.app, anchors: this.anchors }, tx, nonces[k]!);
-        await trx('transactions').where({ id: item.id }).update({ call_hex: hex, owner_nonce: nonces[k]!.toString() });
-        calls.set(item.id, hex);
-      }
-    }
-    return items.map((i) => calls.get(i.id) ?? i.call_hex);
-  }
 
   /**
    * Submits what is ready on the network, if no other process is doing so. Calls that arrive while a round
@@ -135,22 +78,16 @@ export class RelayerSubmitter {
     for (const id of transactionIds) this.moves.emit(id);
   }
 
+  private readonly announcer: Announce = (ids) => this.announce(ids);
+
   private async run(network: Network): Promise<void> {
     for (;;) {
       const held = await this.withRelayerLock(network, () => this.rounds(network));
       if (!held) return; // another process submits; it looks again for ready calls after releasing the lock
       // A call made ready while we held the lock, whose job then failed to take it, is picked up here. (A batch
       // still on its way is looked for again by the next drain its jobs ask for, not in a loop here.)
-      if (!(await this.readyQuery(network).first('id'))) return;
+      if (!(await hasReadyCall(this.app.db, network))) return;
     }
-  }
-
-  private readyQuery(network: Network) {
-    return this.app.db('transactions')
-      .where({ network, status: 'pending' })
-      .whereNotNull('call_hex')
-      .whereNull('submission_id')
-      .where((q) => q.whereNull('submit_after').orWhere('submit_after', '<=', this.app.db.fn.now()));
   }
 
   /** Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. */
@@ -182,26 +119,25 @@ export class RelayerSubmitter {
     // Batches signed before (by this process, or one that died): looked for, else sent again, alongside the new
     // ones. One that may still land (the node held it) stays on its way without holding the others up: new
     // batches take the nonces it does not hold.
-    const outstanding = await this.app.db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce');
-    for (const row of outstanding) {
+    for (const submission of await signedSubmissions(this.app.db, network)) {
       track(
-        this.send(toSubmission(row), { checkChainFirst: true }).catch((err: Error) =>
-          this.app.log.info({ network, submission_id: row.id, nonce: Number(row.nonce), reason: err.message }, 'batch still on its way: looked for again later'),
+        this.send(submission, { checkChainFirst: true }).catch((err: Error) =>
+          this.app.log.info({ network, submission_id: submission.id, nonce: submission.nonce, reason: err.message }, 'batch still on its way: looked for again later'),
         ),
       );
     }
     try {
       while (!failures.length) {
-        const ready = await this.readyQuery(network).orderBy('created_at').limit(this.app.config.chainBatchMax).select('id', 'call_hex');
+        const ready = await nextReadyCalls(this.app.db, network, this.app.config.chainBatchMax);
         if (!ready.length) {
           if (!out.size) break;
           await Promise.race([...out, this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
           continue;
         }
-        const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex as string), this.app.config.chainBatchMax);
-        const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id as string));
+        const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex), this.app.config.chainBatchMax);
+        const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id));
         if (!submission) continue;
-        await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id as string));
+        await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id));
         failpoint('chain.batch_signed');
         track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
         await Promise.race([Promise.all(out), this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
@@ -216,7 +152,8 @@ export class RelayerSubmitter {
    * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
    * chain is the truth for the nonce: the relayer's next index (its pool counted) or, past it, the first that
    * none of this relayer's own batches on their way holds; never a number remembered from before (a restored
-   * backup, a chain started afresh, a relayer used by something else would all make it wrong).
+   * backup, a chain started afresh, a relayer used by something else would all make it wrong). Only the
+   * holder of the relayer's advisory lock (`withRelayerLock`) gets here, which is what serialises it.
    */
   private async signBatch(network: Network, transactionIds: string[]): Promise<SubmissionRow | undefined> {
     const { db } = this.app;
@@ -224,19 +161,14 @@ export class RelayerSubmitter {
     const genesis = (await this.anchors.genesisHash(network)).toString('hex');
     const chainNonce = await this.anchors.nextRelayerNonce(network);
     return db.transaction(async (trx) => {
-      const items = await trx('transactions').whereIn('id', transactionIds).where({ status: 'pending' }).whereNull('submission_id').forUpdate().orderBy('created_at').select('id', 'call_hex', 'steps', 'signings');
+      const items = await lockUnbatched(trx, transactionIds);
       if (!items.length) return undefined;
-      await trx.raw(`INSERT INTO relayer_nonces (network, address, next_nonce) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [network, relayer, chainNonce]);
-      await trx('relayer_nonces').where({ network, address: relayer }).forUpdate().first('next_nonce');
       // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
-      const onTheirWay = await trx('chain_submissions').where({ network, relayer, status: 'signed' }).pluck('nonce');
-      const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay.map((n: string) => BigInt(n)), 1).nonces[0]);
-      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await this.withOwnerNonces(trx, network, items) : items.map((i) => i.call_hex as string);
+      const onTheirWay = await signedNonces(trx, network, relayer);
+      const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay, 1).nonces[0]);
+      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await withOwnerNonces({ app: this.app, anchors: this.anchors }, trx, network, items) : items.map((i) => i.call_hex);
       const signed = await this.anchors.signBatch(network, callHexes, nonce);
-      await trx('relayer_nonces').where({ network, address: relayer }).update({ next_nonce: nonce + 1 });
-      const [row] = await trx('chain_submissions')
-        .insert({ network, relayer, nonce, genesis_hash: genesis, extrinsic_hex: signed.hex, tx_hash: signed.hash, signed_at_block: signed.signedAtBlock, items: items.length })
-        .returning('*');
+      const row = await insertSubmission(trx, { network, relayer, nonce, genesisHash: genesis, extrinsicHex: signed.hex, txHash: signed.hash, signedAtBlock: signed.signedAtBlock, items: items.length });
       for (const [index, item] of items.entries()) {
         await updateTransaction(trx, item.id, {
           status: 'submitted',
@@ -249,7 +181,7 @@ export class RelayerSubmitter {
         });
       }
       this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
-      return toSubmission(row);
+      return row;
     });
   }
 
@@ -273,99 +205,17 @@ export class RelayerSubmitter {
         inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
         if (!inclusion) {
           const reason = (err as Error).message;
-          if (best >= submission.signedAtBlock + ERA_PERIOD) return this.requeue(submission, 'expired', `its era ended unincluded (${reason})`);
-          if (chainNonce > submission.nonce) return this.requeue(submission, 'expired', `its nonce went to another extrinsic (${reason})`, { nonceUsed: true });
+          if (best >= submission.signedAtBlock + ERA_PERIOD) return requeue(this.app, this.announcer, submission, 'expired', `its era ended unincluded (${reason})`);
+          if (chainNonce > submission.nonce) return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
-          if (err instanceof SubmissionRejected && !err.mayStillLand) return this.requeue(submission, 'rejected', reason);
+          if (err instanceof SubmissionRejected && !err.mayStillLand) return requeue(this.app, this.announcer, submission, 'rejected', reason);
           // the connection went, or the node held the bytes: they may land yet; looked for (and sent) again later,
           // signed afresh only once their era ended or their nonce went to another extrinsic
           throw err;
         }
       }
     }
-    await this.recordInclusion(submission, inclusion);
-  }
-
-  /** Every item's outcome, from its own events: included, failed alone (refunded), or back to be batched. */
-  private async recordInclusion(submission: SubmissionRow, inclusion: Inclusion): Promise<void> {
-    const touched: string[] = [];
-    const deliveries = await this.app.db.transaction(async (trx) => {
-      await trx('chain_submissions').where({ id: submission.id }).update({
-        status: 'in_block',
-        block_hash: inclusion.blockHash,
-        block_number: inclusion.blockNumber,
-        extrinsic_index: inclusion.index,
-        updated_at: trx.fn.now(),
-      });
-      const items = await this.items(trx, submission.id);
-      touched.push(...items.map((i) => i.id as string));
-      const out: Effects[] = [];
-      for (const item of items) {
-        const outcome = inclusion.items[item.batch_index];
-        if (item.status === 'finalized' || item.status === 'failed') continue;
-        if (outcome?.status === 'ok') {
-          await updateTransaction(trx, item.id, {
-            status: 'in_block',
-            current_step: 'confirming',
-            steps: enterStep(item.steps, 'confirming'),
-            block_hash: inclusion.blockHash,
-            block_number: inclusion.blockNumber,
-            extrinsic_index: inclusion.index,
-            ...(outcome.assignment.atsId !== undefined ? { ats_id: outcome.assignment.atsId.toString() } : {}),
-            ...(outcome.assignment.version !== undefined ? { version: outcome.assignment.version } : {}),
-          });
-        } else if (outcome?.status === 'not_run' || outcome?.error === INVALID_NONCE_ERROR) {
-          // never ran, or (`ats`) signed over an owner nonce a dropped call before it left a hole at: passing
-          await detach(trx, item.id);
-        } else {
-          const error = outcome?.error ?? inclusion.error ?? 'unknown error';
-          out.push(await failWithin(trx, this.app, item.id, 'chain.extrinsic_failed', `The transaction failed on chain: ${error}`));
-        }
-      }
-      return out;
-    });
-    this.announce(touched);
-    await afterCommit(this.app, { ...mergeEffects(deliveries), published: touched });
-    this.app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
-  }
-
-  /**
-   * The batch can never be included: hand its nonce back if unused, and send its calls out again in a new
-   * batch, signed afresh with the chain's nonce and a new era, after a backoff (none after an expiry), for
-   * as long as CHAIN_GIVE_UP_AFTER allows since confirm; past that, fail them (refunded).
-   */
-  private async requeue(submission: SubmissionRow, status: 'expired' | 'rejected', reason: string, { nonceUsed = false } = {}): Promise<void> {
-    const touched: string[] = [];
-    const giveUpAfter = this.app.config.chainGiveUpAfterSeconds;
-    const deliveries = await this.app.db.transaction(async (trx) => {
-      await trx('chain_submissions').where({ id: submission.id }).update({ status, updated_at: trx.fn.now() });
-      // an unused nonce goes back, so later batches are not stuck behind a gap
-      if (!nonceUsed) {
-        await trx('relayer_nonces')
-          .where({ network: submission.network, address: submission.relayer })
-          .where('next_nonce', '>', submission.nonce)
-          .update({ next_nonce: submission.nonce });
-      }
-      const out: Effects[] = [];
-      for (const item of await this.items(trx, submission.id)) {
-        touched.push(item.id);
-        if (Date.now() - new Date(item.created_at).getTime() < giveUpAfter * 1000) {
-          const backoff = status === 'expired' ? 0 : Math.min(MAX_RESEND_BACKOFF_S, 2 ** Math.max(0, Number(item.signings) - 1));
-          await detach(trx, item.id, backoff);
-        } else {
-          const code = status === 'expired' ? 'chain.expired' : 'chain.submission_rejected';
-          out.push(await failWithin(trx, this.app, item.id, code, `The chain did not take the transaction within ${giveUpAfter} s: ${reason}`));
-        }
-      }
-      return out;
-    });
-    this.announce(touched);
-    await afterCommit(this.app, { ...mergeEffects(deliveries), published: touched });
-    this.app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch not taken: its calls go out again');
-  }
-
-  private items(trx: Knex.Transaction, submissionId: string) {
-    return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
+    await recordInclusion(this.app, this.announcer, submission, inclusion);
   }
 
   /**
@@ -374,24 +224,11 @@ export class RelayerSubmitter {
    */
   async retracted(submissionId: string): Promise<void> {
     await this.app.db.transaction(async (trx) => {
-      await trx('chain_submissions').where({ id: submissionId, status: 'in_block' }).update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
-      await trx('transactions')
-        .where({ submission_id: submissionId, status: 'in_block' })
-        .update({ status: 'submitted', block_hash: null, block_number: null, extrinsic_index: null, updated_at: trx.fn.now() });
+      await markSubmissionRetracted(trx, submissionId);
+      await retractBatchItems(trx, submissionId);
     });
-    const touched = await this.app.db('transactions').where({ submission_id: submissionId }).pluck('id');
+    const touched = await transactionIdsOfBatch(this.app.db, submissionId);
     this.announce(touched);
     await publishTransactionUpdates(this.app, touched);
   }
-}
-
-/** Takes a call out of its batch so a later round carries it, `afterSeconds` from now at the earliest. */
-async function detach(trx: Knex.Transaction, transactionId: string, afterSeconds = 0): Promise<void> {
-  await updateTransaction(trx, transactionId, {
-    status: 'pending',
-    submission_id: null,
-    batch_index: null,
-    tx_hash: null,
-    submit_after: afterSeconds ? trx.raw(`now() + make_interval(secs => ?)`, [afterSeconds]) : null,
-  });
 }

@@ -12,8 +12,10 @@ import {
   signOnBehalfPayload,
   CREATE_PAYLOAD_LENGTH,
   UPDATE_PAYLOAD_LENGTH,
-} from '../../shared/chain/ats';
-import { chooseDialect, remarkDialect, type AnchorRequest } from '../../shared/chain/dialect';
+} from '../../shared/chain/dialects/ats';
+import type { AnchorRequest } from '../../shared/chain/dialect';
+import { chooseDialect } from '../../shared/chain/choose-dialect';
+import { remarkDialect } from '../../shared/chain/dialects/remark';
 import { checkAtsVersion, versionIsValid } from '../../shared/chain/verify';
 
 // Alice's well-known dev key, as hex and as ss58 (prefix 42)

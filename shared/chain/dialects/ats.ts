@@ -33,14 +33,14 @@
  * API version = chain version + 1. The chain's first `ats_id` is 0.
  *
  * Assumption: the pallet is named `Ats` in the runtime (section `ats` in @polkadot/api), as
- * `chooseDialect` already assumes.
+ * `chooseDialect` (choose-dialect.ts) already assumes.
  */
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import { TypeRegistry } from '@polkadot/types';
 import { u8aToHex } from '@polkadot/util';
 import { decodeAddress, sr25519PairFromSeed, sr25519Sign } from '@polkadot/util-crypto';
-import type { AnchorRequest, ItemAssignment, ItemEvent, RegistryDialect } from './dialect';
+import type { AnchorRequest, ExpectedAnchors, IndexedVersion, ItemAssignment, ItemEvent, RegistryDialect, VersionCheck } from '../dialect';
 
 export const CREATE_PAYLOAD_LENGTH = 74;
 export const UPDATE_PAYLOAD_LENGTH = 82;
@@ -208,9 +208,65 @@ export async function onBehalfNonce(api: ApiPromise, owner: Uint8Array): Promise
 /** The pallet's dispatch error for a payload signed over another nonce than the owner's current one. */
 export const INVALID_NONCE_ERROR = 'ats.InvalidNonce';
 
+/**
+ * The `ats` dialect's check, from the chain data alone: each version's block holds the pallet's
+ * `AtsCreated` (version 1) or `AtsUpdated` (chain version = API version − 1) for this `ats_id`, with the
+ * indexed commitment; the owner is the one `AtsCreated` names (an update is the pallet's only if the
+ * owner's signature over its nonce was accepted, so an event is the signature's proof).
+ */
+export async function verifyAtsAnchors(api: ApiPromise, expected: ExpectedAnchors): Promise<VersionCheck[]> {
+  const eventsOf = async (blockHash: string): Promise<ItemEvent[] | undefined> => {
+    const at = await api.at(blockHash).catch(() => undefined);
+    if (!at) return undefined;
+    const records = (await at.query.system.events()) as unknown as { event: { section: string; method: string; data: { toJSON(): unknown } } }[];
+    return records.map((r) => ({ section: r.event.section, method: r.event.method, data: r.event.data.toJSON() }));
+  };
+  const checks: VersionCheck[] = [];
+  for (const v of expected.versions) checks.push(checkAtsVersion(await eventsOf(v.blockHash), expected, v));
+  return checks;
+}
+
+/** One version's check against the events of its block (undefined: the block is not on this chain). */
+export function checkAtsVersion(events: readonly ItemEvent[] | undefined, expected: { atsId: number; ownerPublicKey: string }, v: IndexedVersion): VersionCheck {
+  const base = { version: v.version, block_hash: v.blockHash, tx_hash: v.txHash };
+  const none = { found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false };
+  if (!events) return { ...base, ...none, problem: 'its block is not on this chain' };
+  const mine = events.filter((e) => {
+    const a = decodeAtsEvent(e);
+    return a !== undefined && a.atsId === BigInt(expected.atsId) && a.version === v.version;
+  });
+  const event = mine[0];
+  if (!event) return { ...base, ...none, problem: `no ats.${v.version === 1 ? 'AtsCreated' : 'AtsUpdated'} for this ats_id and version in its block` };
+  const data = event.data as Record<string, unknown> | unknown[];
+  const field = (name: string, index: number) => (Array.isArray(data) ? data[index] : (data as Record<string, unknown>)[name]);
+  const commitment = String(field('commitment', 2)).toLowerCase(); // third in both events
+  const owner = event.method === 'AtsCreated' ? String(field('owner', 1)) : undefined;
+  return {
+    ...base,
+    found: true,
+    commitment: commitment === v.commitment.toLowerCase(),
+    ats_id: true,
+    version_number: true,
+    // an update names no owner: the creation's (checked as version 1) is the work's
+    owner: owner === undefined ? true : sameAccount(owner, expected.ownerPublicKey),
+    signature: true,
+  };
+}
+
+/** An account from an event (hex public key, or ss58) against a 0x public key. */
+function sameAccount(account: string, publicKeyHex: string): boolean {
+  if (/^0x[0-9a-f]{64}$/i.test(account)) return account.toLowerCase() === publicKeyHex.toLowerCase();
+  try {
+    return `0x${Buffer.from(decodeAddress(account)).toString('hex')}` === publicKeyHex.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 /** Allfeat's ATS pallet: the chain assigns `ats_id` and the version; see the layout at the top of this file. */
 export const atsDialect: RegistryDialect = {
   name: 'ats',
   buildCall: (api, request, relayer) => buildAtsCall(api, request, relayer),
   readAssignment: readAtsAssignment,
+  verify: verifyAtsAnchors,
 };

@@ -1,0 +1,84 @@
+import type { ApiPromise } from '@polkadot/api';
+import { chooseDialect } from './choose-dialect';
+import type { ItemAssignment, ItemEvent } from './dialect';
+
+/** How one item of a batch went: ran and succeeded, failed alone, or never ran (a plain batch stopped early). */
+export interface ItemOutcome {
+  readonly status: 'ok' | 'failed' | 'not_run';
+  readonly error?: string;
+  readonly assignment: ItemAssignment;
+}
+
+export interface Inclusion {
+  readonly blockHash: string;
+  readonly blockNumber: number;
+  readonly index: number;
+  readonly success: boolean;
+  readonly error?: string;
+  /** Per item, in batch order, read from the item's own events. */
+  readonly items: readonly ItemOutcome[];
+}
+
+/** Where an extrinsic landed and how it and each of its batch items went, read from the block's events. */
+export async function outcomeIn(api: ApiPromise, blockHash: string, extrinsicHash: string): Promise<Inclusion | undefined> {
+  const block = await api.rpc.chain.getBlock(blockHash);
+  const index = block.block.extrinsics.findIndex((x) => x.hash.toHex() === extrinsicHash);
+  if (index < 0) return undefined;
+  const extrinsic = block.block.extrinsics[index]!;
+  const itemCount = isBatch(extrinsic.method) ? (extrinsic.method.args[0] as unknown as unknown[]).length : 1;
+  const at = await api.at(blockHash);
+  const records = (await at.query.system.events()) as unknown as {
+    phase: { isApplyExtrinsic: boolean; asApplyExtrinsic: { toNumber(): number } };
+    event: { section: string; method: string; data: { toJSON(): unknown } & unknown[] };
+  }[];
+  const events = records.filter((r) => r.phase.isApplyExtrinsic && r.phase.asApplyExtrinsic.toNumber() === index).map((r) => r.event);
+  const dialect = chooseDialect(api);
+  let success = false;
+  let error: string | undefined;
+  const items: ItemOutcome[] = [];
+  let pending: ItemEvent[] = [];
+  for (const event of events) {
+    const name = `${event.section}.${event.method}`;
+    if (name === 'system.ExtrinsicSuccess') success = true;
+    else if (name === 'system.ExtrinsicFailed') error = describeDispatchError(api, event.data[0] as DispatchErrorLike);
+    else if (name === 'utility.ItemCompleted') {
+      items.push({ status: 'ok', assignment: dialect.readAssignment(pending) });
+      pending = [];
+    } else if (name === 'utility.ItemFailed') {
+      items.push({ status: 'failed', error: describeDispatchError(api, event.data[0] as DispatchErrorLike), assignment: {} });
+      pending = [];
+    } else if (name === 'utility.BatchInterrupted') {
+      // a plain batch stops at its first failure: that item failed, the ones after it never ran
+      items.push({ status: 'failed', error: describeDispatchError(api, event.data[1] as DispatchErrorLike), assignment: {} });
+      pending = [];
+    } else pending.push({ section: event.section, method: event.method, data: event.data.toJSON() });
+  }
+  if (!success) items.length = 0; // nothing of a failed extrinsic stands
+  while (items.length < itemCount) items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
+  return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items };
+}
+
+/** Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record). */
+export async function findInclusion(api: ApiPromise, extrinsicHash: string, fromBlock: number): Promise<Inclusion | undefined> {
+  const best = (await api.rpc.chain.getHeader()).number.toNumber();
+  for (let n = Math.max(0, fromBlock); n <= best; n++) {
+    const hash = (await api.rpc.chain.getBlockHash(n)).toHex();
+    const found = await outcomeIn(api, hash, extrinsicHash);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+type DispatchErrorLike = { isModule?: boolean; asModule?: unknown; type?: string; toString(): string };
+
+export function describeDispatchError(api: ApiPromise, error: DispatchErrorLike): string {
+  if (error.isModule) {
+    const meta = api.registry.findMetaError(error.asModule as Parameters<ApiPromise['registry']['findMetaError']>[0]);
+    return `${meta.section}.${meta.name}`;
+  }
+  return error.type ?? error.toString();
+}
+
+function isBatch(method: { section: string; method: string }): boolean {
+  return method.section === 'utility' && (method.method === 'batch' || method.method === 'forceBatch' || method.method === 'batchAll');
+}

@@ -1,0 +1,92 @@
+import type { ApiPromise } from '@polkadot/api';
+import type { KeyringPair } from '@polkadot/keyring/types';
+import { batchOf } from './batch';
+
+/** Blocks an extrinsic stays valid for (mortal era). */
+export const ERA_PERIOD = 64;
+
+export interface SignedBatch {
+  readonly hex: string;
+  readonly hash: string;
+  readonly nonce: number;
+  readonly signedAtBlock: number;
+}
+
+/** Signs the relayer's batch of these calls with the given nonce and a mortal era; nothing is sent. */
+export async function signBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], nonce: number): Promise<SignedBatch> {
+  const header = await api.rpc.chain.getHeader();
+  const signed = await batchOf(api, callHexes).signAsync(relayer, { nonce, era: ERA_PERIOD });
+  return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: header.number.toNumber() };
+}
+
+/** The relayer's next index, extrinsics in the pool counted. */
+export async function nextAccountIndex(api: ApiPromise, address: string): Promise<number> {
+  return (await api.rpc.system.accountNextIndex(address)).toNumber();
+}
+
+/** The account's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */
+export async function accountNonceAt(api: ApiPromise, address: string, at?: string): Promise<number> {
+  const state = at ? await api.at(at) : api;
+  const account = (await state.query.system.account(address)) as unknown as { nonce: { toNumber(): number } };
+  return account.nonce.toNumber();
+}
+
+/**
+ * Sends the signed bytes and resolves with what `locate` reads of them once they are in a block (or rejects
+ * with the pool's reason). Sending the same bytes twice can never include them twice: the relayer nonce is
+ * part of them.
+ */
+export function submitAndWatch<T>(api: ApiPromise, hex: string, timeoutMs: number, locate: (blockHash: string, extrinsicHash: string) => Promise<T | undefined>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let unsubscribe: (() => void) | undefined;
+    const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
+    const finish = (action: () => void) => {
+      clearTimeout(timer);
+      unsubscribe?.();
+      action();
+    };
+    api.rpc.author
+      .submitAndWatchExtrinsic(api.createType('Extrinsic', hex), (status) => {
+        if (status.isInBlock || status.isFinalized) {
+          const blockHash = (status.isInBlock ? status.asInBlock : status.asFinalized).toHex();
+          const hash = api.createType('Extrinsic', hex).hash.toHex();
+          locate(blockHash, hash).then(
+            (found) => finish(() => (found ? resolve(found) : reject(new Error('extrinsic not found in its block')))),
+            (err) => finish(() => reject(err)),
+          );
+        } else if (status.isDropped || status.isInvalid || status.isUsurped) {
+          // the pool took the bytes, then let them go: a revalidation (or another node) may still include them
+          finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`, true)));
+        }
+      })
+      .then((u) => (unsubscribe = u))
+      .catch((err: Error) => finish(() => reject(classifySubmitError(err))));
+  });
+}
+
+/**
+ * The node refused the relayer's extrinsic, or dropped it from its pool: a refusal of the relayer's
+ * envelope (nonce, era, fees, signature, pool space), never of a call inside it, whose own dispatch errors
+ * are read from its block. `mayStillLand`: the node held these very bytes (1012 temporarily banned, 1013
+ * already imported, or a watch that reported them invalid, dropped or usurped after the pool took them), so
+ * they may still be included; otherwise (refused as they were sent) they can only be included if sent again.
+ */
+export class SubmissionRejected extends Error {
+  override readonly name = 'SubmissionRejected';
+  constructor(
+    message: string,
+    readonly mayStillLand = false,
+  ) {
+    super(message);
+  }
+}
+
+function classifySubmitError(err: Error): Error {
+  // 1010 invalid (stale or future nonce, payment, bad proof, ancient birth block, exhausts resources),
+  // 1011 unknown validity, 1014 priority too low (another extrinsic holds the nonce): not in the pool.
+  if (/^101[0124]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
+    return new SubmissionRejected(err.message);
+  }
+  if (/^101[23]|Temporarily Banned|Already Imported/i.test(err.message)) return new SubmissionRejected(err.message, true);
+  return err;
+}

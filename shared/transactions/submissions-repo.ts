@@ -1,0 +1,91 @@
+import type { Knex } from 'knex';
+import type { Network } from '../config';
+
+/** The relayer's batches (`chain_submissions`): the one module that names the table. */
+export interface SubmissionRow {
+  readonly id: string;
+  readonly network: Network;
+  readonly relayer: string;
+  readonly nonce: number;
+  readonly extrinsicHex: string;
+  readonly txHash: string;
+  readonly signedAtBlock: number;
+  readonly status: 'signed' | 'in_block' | 'finalized' | 'expired' | 'rejected';
+}
+
+type Db = Knex | Knex.Transaction;
+
+const toSubmission = (r: Record<string, any>): SubmissionRow => ({
+  id: r.id,
+  network: r.network,
+  relayer: r.relayer,
+  nonce: Number(r.nonce),
+  extrinsicHex: r.extrinsic_hex,
+  txHash: r.tx_hash,
+  signedAtBlock: r.signed_at_block,
+  status: r.status,
+});
+
+/** The network's batches signed and not yet seen in a block, by nonce. */
+export async function signedSubmissions(db: Db, network: Network): Promise<SubmissionRow[]> {
+  return (await db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce')).map(toSubmission);
+}
+
+/** The nonces the relayer's batches on their way hold. */
+export async function signedNonces(db: Db, network: Network, relayer: string): Promise<bigint[]> {
+  const nonces = await db('chain_submissions').where({ network, relayer, status: 'signed' }).pluck('nonce');
+  return nonces.map((n: string) => BigInt(n));
+}
+
+/** A subquery of the ids of every batch on its way, for a query of the rows they carry. */
+export function signedSubmissionIds(db: Db): Knex.QueryBuilder {
+  return db('chain_submissions').where({ status: 'signed' }).select('id');
+}
+
+export interface NewSubmission {
+  readonly network: Network;
+  readonly relayer: string;
+  readonly nonce: number;
+  readonly genesisHash: string;
+  readonly extrinsicHex: string;
+  readonly txHash: string;
+  readonly signedAtBlock: number;
+  readonly items: number;
+}
+
+export async function insertSubmission(db: Db, s: NewSubmission): Promise<SubmissionRow> {
+  const [row] = await db('chain_submissions')
+    .insert({ network: s.network, relayer: s.relayer, nonce: s.nonce, genesis_hash: s.genesisHash, extrinsic_hex: s.extrinsicHex, tx_hash: s.txHash, signed_at_block: s.signedAtBlock, items: s.items })
+    .returning('*');
+  return toSubmission(row);
+}
+
+export async function markSubmissionInBlock(db: Db, id: string, at: { blockHash: string; blockNumber: number; index: number }): Promise<void> {
+  await db('chain_submissions').where({ id }).update({ status: 'in_block', block_hash: at.blockHash, block_number: at.blockNumber, extrinsic_index: at.index, updated_at: db.fn.now() });
+}
+
+/** A batch that can never be included. */
+export async function markSubmissionGivenUp(db: Db, id: string, status: 'expired' | 'rejected'): Promise<void> {
+  await db('chain_submissions').where({ id }).update({ status, updated_at: db.fn.now() });
+}
+
+/** A batch whose block was retracted is on its way again. */
+export async function markSubmissionRetracted(db: Db, id: string): Promise<void> {
+  await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: db.fn.now() });
+}
+
+export async function markSubmissionFinalized(db: Db, id: string): Promise<void> {
+  await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'finalized', updated_at: db.fn.now() });
+}
+
+/** The block of the relayer's last batch seen finalized on the network. */
+export async function lastFinalizedBlock(db: Db, network: Network, relayer: string): Promise<{ blockNumber: number; blockHash: string } | undefined> {
+  const row = await db('chain_submissions').where({ network, relayer, status: 'finalized' }).orderBy('block_number', 'desc').first('block_number', 'block_hash');
+  return row ? { blockNumber: Number(row.block_number), blockHash: row.block_hash } : undefined;
+}
+
+/** Every batch of a chain that is gone: the ones on their way with it, then its finalized history. */
+export async function expireNetworkSubmissions(db: Db, network: Network): Promise<void> {
+  await db('chain_submissions').where({ network }).whereIn('status', ['signed', 'in_block']).update({ status: 'expired', updated_at: db.fn.now() });
+  await db('chain_submissions').where({ network, status: 'finalized' }).update({ status: 'expired', updated_at: db.fn.now() });
+}

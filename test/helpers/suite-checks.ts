@@ -14,9 +14,13 @@ import { testServices } from './services';
 /** Every response the run's tests received went through the OpenAPI check (test/helpers/contract.ts). */
 export function contractProblems(): string[] {
   const { requests, validated, skipped, mismatched } = contractStats;
-  if (requests) process.stdout.write(`  ${validated} responses validated against the OpenAPI document (${skipped} from Bull Board's own API not ours to describe, ${mismatched} mismatched)\n`);
+  if (requests)
+    process.stdout.write(
+      `  ${validated} responses validated against the OpenAPI document (${skipped} from Bull Board's own API not ours to describe, ${mismatched} mismatched)\n`,
+    );
   const problems: string[] = [];
-  if (validated + skipped + mismatched !== requests) problems.push(`${requests} responses received, yet ${validated + skipped + mismatched} went through the OpenAPI check`);
+  if (validated + skipped + mismatched !== requests)
+    problems.push(`${requests} responses received, yet ${validated + skipped + mismatched} went through the OpenAPI check`);
   if (mismatched) problems.push(`${mismatched} responses did not match the OpenAPI document (each failed the test that made it)`);
   return problems;
 }
@@ -43,7 +47,9 @@ export async function knownSecrets(): Promise<Set<string>> {
 export function leaks(lines: readonly string[], secrets: ReadonlySet<string>): string[] {
   const found: string[] = [];
   for (const line of lines) {
-    for (const secret of secrets) if (secret && line.includes(secret)) found.push(`${secret.slice(0, 12)}… in ${line.split(secret).join('[the credential]').slice(0, 200)}`);
+    for (const secret of secrets)
+      if (secret && line.includes(secret))
+        found.push(`${secret.slice(0, 12)}… in ${line.split(secret).join('[the credential]').slice(0, 200)}`);
     if (/authorization/i.test(line) && !line.includes('[redacted]')) found.push(`authorization not redacted in ${line.slice(0, 160)}`);
   }
   return found;

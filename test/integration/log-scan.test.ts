@@ -21,12 +21,19 @@ describe('logs never contain a credential', () => {
     const org = await createOrg(app.context);
     const admin = await adminToken({ organizationId: org });
     issuedSecrets.add(admin);
-    const created = await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: 'scan', scopes: ['works:read'] } });
+    const created = await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, {
+      token: admin,
+      body: { name: 'scan', scopes: ['works:read'] },
+    });
     issuedSecrets.add(created.body.token).add(created.body.webhook_secret);
     const session = await call(app.url, 'POST', '/v1/sessions', { token: created.body.token, body: { external_user_ref: 'scan' } });
     issuedSecrets.add(session.body.session_token);
     // failures: bad JSON with a token inside, a token in a query string, a revoked key, a bad admin token
-    await call(app.url, 'POST', '/v1/sessions', { token: created.body.token, raw: `{"token":"${created.body.token}"`, headers: { 'Content-Type': 'application/json' } });
+    await call(app.url, 'POST', '/v1/sessions', {
+      token: created.body.token,
+      raw: `{"token":"${created.body.token}"`,
+      headers: { 'Content-Type': 'application/json' },
+    });
     await call(app.url, 'GET', `/v1/ws/transactions/x?access_token=${session.body.session_token}`);
     await call(app.url, 'GET', `/readyz?token=${created.body.token}`);
     const revoked = await createKey(app.context, org);
@@ -34,8 +41,18 @@ describe('logs never contain a credential', () => {
     await call(app.url, 'POST', '/v1/sessions', { token: revoked.token, body: { external_user_ref: 'x' } });
     await call(app.url, 'GET', `/v1/organizations/${org}/api-keys`, { token: `${admin}x` });
 
-    const provoked = [admin, created.body.token, created.body.webhook_secret, session.body.session_token, revoked.token, revoked.webhookSecret];
-    expect(provoked.every((s) => typeof s === 'string' && s.length > 20), 'every credential was handed out').to.equal(true);
+    const provoked = [
+      admin,
+      created.body.token,
+      created.body.webhook_secret,
+      session.body.session_token,
+      revoked.token,
+      revoked.webhookSecret,
+    ];
+    expect(
+      provoked.every((s) => typeof s === 'string' && s.length > 20),
+      'every credential was handed out',
+    ).to.equal(true);
     const secrets = await knownSecrets();
     for (const secret of provoked) expect(secrets.has(secret), 'scanned for').to.equal(true);
 

@@ -50,13 +50,18 @@ describe('source shape', () => {
       expect(edges).to.deep.include({ from: 'shared/b.ts', to: 'shared/a.ts', typeOnly: true });
       expect(edges).to.deep.include({ from: 'jobs/e.ts', to: 'shared/a.ts', typeOnly: false });
       expect(edges).to.deep.include({ from: 'shared/f.ts', to: 'shared/dir/index.ts', typeOnly: false });
-      expect(edges.some((e) => e.from === 'jobs/e.ts' && e.to === 'web/c.ts'), 'an import in a comment').to.equal(false);
+      expect(
+        edges.some((e) => e.from === 'jobs/e.ts' && e.to === 'web/c.ts'),
+        'an import in a comment',
+      ).to.equal(false);
       expect(importCycles(files, edges)).to.deep.equal([
         ['shared/a.ts', 'shared/b.ts'],
         ['web/c.ts', 'web/d.ts'],
       ]);
       expect(describeCycle(['shared/a.ts', 'shared/b.ts'], edges)).to.include('shared/b.ts → shared/a.ts (type)');
-      expect(importCycles(fixture({ 'shared/a.ts': `import './b';`, 'shared/b.ts': `import './c';`, 'shared/c.ts': '' }))).to.deep.equal([]);
+      expect(importCycles(fixture({ 'shared/a.ts': `import './b';`, 'shared/b.ts': `import './c';`, 'shared/c.ts': '' }))).to.deep.equal(
+        [],
+      );
     });
 
     it('counts lines and finds the modules over the limit', () => {
@@ -66,7 +71,13 @@ describe('source shape', () => {
     });
 
     it('finds the tables the migrations create, and a table named in SQL by two files', () => {
-      expect(migrationTables(fixture({ 'migrations/1.ts': `await knex.schema.createTable('works', (t) => {});\nawait knex.raw('CREATE TABLE IF NOT EXISTS "events" (id int)');` }))).to.deep.equal(['events', 'works']);
+      expect(
+        migrationTables(
+          fixture({
+            'migrations/1.ts': `await knex.schema.createTable('works', (t) => {});\nawait knex.raw('CREATE TABLE IF NOT EXISTS "events" (id int)');`,
+          }),
+        ),
+      ).to.deep.equal(['events', 'works']);
       const sql = (code: string) => namesTable(lex(code), 'works');
       for (const code of [
         `await db('works').where({ id })`,
@@ -83,14 +94,23 @@ describe('source shape', () => {
         `sql = 'TRUNCATE TABLE works'`,
       ])
         expect(sql(code), code).to.equal(true);
-      for (const code of [`db('work_versions')`, `import { works } from './works'`, `// from works`, `log.info('works')`, `'select * from works_count'`, `q.where('works', 1)`])
+      for (const code of [
+        `db('work_versions')`,
+        `import { works } from './works'`,
+        `// from works`,
+        `log.info('works')`,
+        `'select * from works_count'`,
+        `q.where('works', 1)`,
+      ])
         expect(sql(code), code).to.equal(false);
       const files = fixture({
         'shared/works/store.ts': `export const byId = (db, id) => db('works').where({ id });`,
         'web/routes/works.ts': `const n = await ctx.db.raw('select count(*) from works');`,
         'jobs/events.ts': `await trx('events').insert(row);`,
       });
-      expect(Object.fromEntries(sharedTables(files, ['events', 'works']))).to.deep.equal({ works: ['shared/works/store.ts', 'web/routes/works.ts'] });
+      expect(Object.fromEntries(sharedTables(files, ['events', 'works']))).to.deep.equal({
+        works: ['shared/works/store.ts', 'web/routes/works.ts'],
+      });
     });
 
     it('finds casts of ctx.state, and not other casts', () => {
@@ -114,19 +134,31 @@ describe('source shape', () => {
       const edges = importEdges(code);
       expect(edges.length, 'imports resolved').to.be.greaterThan(50);
       const cycles = importCycles(code, edges);
-      if (cycles.length) fail('import cycles (strongly connected components of more than one file; "(type)": a type-only import)', cycles.map((c) => describeCycle(c, edges)));
+      if (cycles.length)
+        fail(
+          'import cycles (strongly connected components of more than one file; "(type)": a type-only import)',
+          cycles.map((c) => describeCycle(c, edges)),
+        );
     });
 
     it(`has no module of shared/ over ${MAX_LINES} lines`, () => {
       const long = longModules(inFolder('shared'), MAX_LINES);
-      if (long.length) fail(`modules of shared/ over ${MAX_LINES} lines`, long.map((m) => `${m.file}: ${m.lines} lines`));
+      if (long.length)
+        fail(
+          `modules of shared/ over ${MAX_LINES} lines`,
+          long.map((m) => `${m.file}: ${m.lines} lines`),
+        );
     });
 
     it('names each table in SQL from one module only', () => {
       const tables = migrationTables(readSources(ROOT, ['migrations']));
       expect(tables.length, 'tables the migrations create').to.be.greaterThan(5);
       const shared = sharedTables(code, tables);
-      if (shared.size) fail('tables named in SQL by more than one module', [...shared].map(([table, files]) => `${table} (${files.length}): ${files.join(', ')}`));
+      if (shared.size)
+        fail(
+          'tables named in SQL by more than one module',
+          [...shared].map(([table, files]) => `${table} (${files.length}): ${files.join(', ')}`),
+        );
     });
 
     it('never casts ctx.state in web/', () => {

@@ -21,6 +21,12 @@ export const logSink = new Writable({
 
 export const testLogger = () => createLogger('debug', logSink);
 
+/** The log lines written from now on, for assertions about a test's own lines rather than the run's. */
+export function logsFromNow(): () => string[] {
+  const from = logLines.length;
+  return () => logLines.slice(from);
+}
+
 export interface TestApp {
   readonly url: string;
   readonly context: Resources;

@@ -24,12 +24,14 @@ const compiled = (key: string, schema: () => object) => {
 };
 const anyError = compiled('error:any', () => errorEnvelope(Object.keys(ERROR_STATUS)));
 
-export const contractStats = { validated: 0, skipped: 0 };
+/** Responses received, and what the check made of them; the root afterAll hook (suite-checks.ts) reads it. */
+export const contractStats = { requests: 0, validated: 0, skipped: 0, mismatched: 0 };
 
 /** Paths served by something other than our routes: Bull Board's own JSON API. */
 const FOREIGN = [/^\/admin\/queues\/.+/];
 
 export function checkResponse(method: string, url: string, status: number, contentType: string | null, body: unknown, text: string): void {
+  contractStats.requests++;
   const path = new URL(url, 'http://x').pathname.replace(/(.)\/$/, '$1');
   if (FOREIGN.some((p) => p.test(path))) {
     contractStats.skipped++;
@@ -37,7 +39,10 @@ export function checkResponse(method: string, url: string, status: number, conte
   }
   const route = routes.find((r) => r.op.method === method.toLowerCase() && r.pattern.test(path));
   const problem = route ? against(route.op, status, contentType, body) : unrouted(status, body);
-  if (problem) throw new Error(`response does not match the OpenAPI document: ${method} ${path} → ${status}: ${problem}\n${text.slice(0, 500)}`);
+  if (problem) {
+    contractStats.mismatched++;
+    throw new Error(`response does not match the OpenAPI document: ${method} ${path} → ${status}: ${problem}\n${text.slice(0, 500)}`);
+  }
   contractStats.validated++;
 }
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
-import { eventually, logLines, type TestApp } from '../helpers/app';
+import { eventually, logsFromNow, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { register, settled } from '../helpers/registration';
@@ -96,6 +96,7 @@ describe('the relayer against a chain that is not as the database remembers it',
   it('a node of another chain: nothing is submitted or refunded; in development the old chain is forgotten and the work lands', async () => {
     const org = await createOrg(app.context, 1000);
     const key = await createKey(app.context, org);
+    const ours = logsFromNow();
     // the database's chain state belongs to a chain the node does not serve
     const real = (await new AnchorService(app.context.chains).genesisHash('testnet')).toString('hex');
     const other = 'ab'.repeat(32);
@@ -104,7 +105,7 @@ describe('the relayer against a chain that is not as the database remembers it',
     let txId: string;
     try {
       txId = (await register(app.url, key.token)).confirm.body.transaction_id as string;
-      await eventually(async () => (logLines.some((l) => l.includes(`this database's submissions were made on ${other}`)) ? true : undefined), 'the refusal to submit, logged');
+      await eventually(async () => (ours().some((l) => l.includes(`this database's submissions were made on ${other}`)) ? true : undefined), 'the refusal to submit, logged');
       const row = await app.context.db('transactions').where({ id: txId }).first();
       expect(row.status).to.equal('pending');
       expect(row.submission_id).to.equal(null);
@@ -118,7 +119,7 @@ describe('the relayer against a chain that is not as the database remembers it',
       await app.context.queues.chain.add('transaction', { transactionId: txId }, { jobId: `${txId}-again` });
       expect((await settled(app.context, txId)).status).to.equal('finalized');
       expect((await app.context.db('chain_genesis').where({ network: 'testnet' }).first()).genesis_hash).to.equal(real);
-      expect(logLines.some((l) => l.includes('chain started afresh'))).to.equal(true);
+      expect(ours().some((l) => l.includes('chain started afresh'))).to.equal(true);
       expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
     } finally {
       await forgiving.stop();

@@ -35,7 +35,8 @@ describe('secrets at rest', function () {
       const [hook] = await receiver.waitFor(1);
       const accessCode = hook!.body.access_code as string;
       expect(accessCode).to.match(/^atc_[0-9a-f]{64}$/);
-      await eventually(async () => ((await app.context.db('webhook_deliveries').where({ status: 'delivered' }).first()) ? true : undefined), 'the delivery recorded');
+      const deliveryId = hook!.headers['x-service-delivery'] as string;
+      await eventually(async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId, status: 'delivered' }).first()) ? true : undefined), 'the delivery recorded');
 
       const wallet = await app.context.db('wallets').where({ organization_id: org, network: 'testnet' }).first();
       const seed = app.context.box.open(wallet.seed_encrypted, walletSeedAad(org, 'testnet'));

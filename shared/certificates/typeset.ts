@@ -61,7 +61,7 @@ export function lineBreak(doc: Doc, text: string, face: Face, size: number, widt
   if (line) lines.push(line);
   if (lines.length <= maxLines) return lines;
   const kept = lines.slice(0, maxLines);
-  let last = [...kept[maxLines - 1]!];
+  const last = [...kept[maxLines - 1]!];
   while (last.length && measure(doc, `${last.join('')}…`, face, size) > width) last.pop();
   kept[maxLines - 1] = `${last.join('').trimEnd()}…`;
   return kept;

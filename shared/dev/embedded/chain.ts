@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { withProcessEnv } from '../../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
+import { createRequire } from 'node:module';
 
 export interface ChainHandle {
   readonly wsUrl: string;
@@ -111,8 +112,8 @@ type Chopsticks = typeof import('@acala-network/chopsticks');
 
 /**
  * chopsticks reads LOG_LEVEL once, when first loaded, and would log every block at info; load it quietly.
- * `require` keeps it on the same (CommonJS) copy of @polkadot/* as the rest of the process.
+ * Loaded through CommonJS `require`, to stay on the same (CommonJS) copy of @polkadot/* as the rest of the process.
  */
 function loadChopsticks(): Chopsticks {
-  return withProcessEnv({ LOG_LEVEL: 'warn' }, () => require('@acala-network/chopsticks') as Chopsticks);
+  return withProcessEnv({ LOG_LEVEL: 'warn' }, () => createRequire(__filename)('@acala-network/chopsticks') as Chopsticks);
 }

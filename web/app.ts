@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import helmet from 'koa-helmet';
+import Router from '@koa/router';
 import type { Resources } from '../shared/resources';
 import { createIdentityVerifier, type AdminVerifier } from '../shared/identity/admin-verifier';
 import { requestId } from './middleware/request-id';
@@ -7,15 +8,10 @@ import { errors } from './middleware/errors';
 import { accessLog } from './middleware/access-log';
 import { jsonBody } from './middleware/body';
 import { createWebMetrics } from './middleware/metrics';
-import { healthRouter } from './routes/health/router';
-import { apiKeysRouter } from './routes/api-keys/router';
-import { sessionsRouter } from './routes/sessions/router';
-import { devIdpRouter } from './routes/dev-idp/router';
-import { worksRouter } from './routes/works/router';
-import { worksReadRouter } from './routes/works-read/router';
-import { transactionsRouter } from './routes/transactions/router';
+import { mount } from './http/mount';
+import { buildOpenApiDocument } from './openapi/document';
+import { ROUTES } from './routes';
 import { queuesBoard } from './routes/queues-board/board';
-import { docsRouter } from './routes/docs/router';
 
 export interface WebAppOptions {
   /** Overrides the JWKS-backed administrator verifier (tests with a local key set). */
@@ -42,8 +38,11 @@ export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   koa.use(jsonBody(app.config.http.bodyLimitBytes));
   koa.use(queuesBoard(app, verifyAdmin));
 
-  const routers = [docsRouter({ includeDev: Boolean(app.config.identity.devKeyFile) }), healthRouter(app, metrics, verifyAdmin), apiKeysRouter(app, verifyAdmin), sessionsRouter(app), worksRouter(app), worksReadRouter(app), transactionsRouter(app)];
-  if (app.config.identity.devKeyFile) routers.push(devIdpRouter(app.config.identity.devKeyFile));
-  for (const router of routers) koa.use(router.routes()).use(router.allowedMethods());
+  // the embedded identity provider's key set only where it is configured (never in production)
+  const includeDev = Boolean(app.config.identity.devKeyFile);
+  const router = new Router();
+  const openApiJson = JSON.stringify(buildOpenApiDocument({ includeDev }));
+  mount(router, ROUTES.filter((route) => includeDev || !route.devOnly), { app, verifyAdmin, metrics, openApiJson });
+  koa.use(router.routes()).use(router.allowedMethods());
   return koa;
 }

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import type { Knex } from 'knex';
 import { checkResponse } from '../helpers/contract';
-import { OPERATIONS, type Operation } from '../../web/openapi/operations';
+import type { Operation } from '../../web/http/route';
+import { OPERATIONS } from '../../web/routes';
 
 /**
  * Hostile requests against every operation of the OpenAPI document, and the invariants they must keep:

@@ -2,7 +2,9 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ERROR_STATUS } from '../../shared/errors';
 import { errorEnvelope } from '../../web/openapi/components';
-import { errorCodesOf, OPERATIONS, type Operation } from '../../web/openapi/operations';
+import type { Operation } from '../../web/http/route';
+import { errorCodesOf } from '../../web/openapi/error-codes';
+import { OPERATIONS } from '../../web/routes';
 
 /**
  * Checks every response the integration tests receive against the OpenAPI document's description of that

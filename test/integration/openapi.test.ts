@@ -5,7 +5,7 @@ import { call, startApp, type TestApp } from '../helpers/app';
 import { configWith } from '../helpers/services';
 import { createWebApp } from '../../web/app';
 import { buildOpenApiDocument } from '../../web/openapi/document';
-import { OPERATIONS } from '../../web/openapi/operations';
+import { OPERATIONS } from '../../web/routes';
 
 describe('the OpenAPI document', () => {
   let app: TestApp;

@@ -1,4 +1,4 @@
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors';
 import { authenticateApiKey, unauthorized } from '../../shared/api-keys/service';
@@ -27,39 +27,33 @@ export interface AuthDeps {
 }
 
 /** Authenticates an API key (or, where allowed, a session token) and checks its scope. */
-export function requirePrincipal(deps: AuthDeps, options: PrincipalOptions = {}): Middleware {
-  return async (ctx, next) => {
-    const token = bearerToken(ctx);
-    if (!token) throw unauthorized();
-    let principal: Principal;
-    if (token.startsWith(SESSION_PREFIX)) {
-      if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
-      principal = await authenticateSession(deps, token);
-    } else {
-      principal = await authenticateApiKey(deps.db, token, deps.log);
-    }
-    if (options.scope && !principal.scopes.includes(options.scope)) {
-      throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);
-    }
-    ctx.state.principal = principal;
-    await next();
-  };
+export async function authenticatePrincipal(deps: AuthDeps, ctx: Context, options: PrincipalOptions = {}): Promise<Principal> {
+  const token = bearerToken(ctx);
+  if (!token) throw unauthorized();
+  let principal: Principal;
+  if (token.startsWith(SESSION_PREFIX)) {
+    if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
+    principal = await authenticateSession(deps, token);
+  } else {
+    principal = await authenticateApiKey(deps.db, token, deps.log);
+  }
+  if (options.scope && !principal.scopes.includes(options.scope)) {
+    throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);
+  }
+  return principal;
 }
 
 /**
- * Administrator routes under /v1/organizations/:organization_id: an OpenID Connect token with the admin
+ * Administrator routes under /v1/organizations/{organization_id}: an OpenID Connect token with the admin
  * role whose org_id is the organization in the path.
  */
-export function requireAdmin(verify: AdminVerifier): Middleware {
-  return async (ctx, next) => {
-    const token = bearerToken(ctx);
-    if (!token) throw new AppError('auth.unauthorized', 'An administrator token is required');
-    const identity: AdminIdentity = await verify(token);
-    if (!identity.roles.includes('admin')) throw new AppError('common.forbidden', 'The administrator role is required');
-    if (identity.organizationId !== ctx.params.organization_id) {
-      throw new AppError('common.forbidden', 'The token does not administer this organization');
-    }
-    ctx.state.admin = identity;
-    await next();
-  };
+export async function authenticateAdmin(verify: AdminVerifier, ctx: Context, organizationId: string | undefined): Promise<AdminIdentity> {
+  const token = bearerToken(ctx);
+  if (!token) throw new AppError('auth.unauthorized', 'An administrator token is required');
+  const identity: AdminIdentity = await verify(token);
+  if (!identity.roles.includes('admin')) throw new AppError('common.forbidden', 'The administrator role is required');
+  if (identity.organizationId !== organizationId) {
+    throw new AppError('common.forbidden', 'The token does not administer this organization');
+  }
+  return identity;
 }

@@ -13,7 +13,7 @@ const HTTP_CODES: Record<number, ErrorCode> = {
 
 export function sendError(ctx: Context, code: ErrorCode, status: number, message: string, details?: unknown): void {
   ctx.status = status;
-  ctx.body = { error: { code, message, request_id: ctx.state.requestId as string, ...(details ? { details } : {}) } };
+  ctx.body = { error: { code, message, request_id: ctx.state.requestId, ...(details ? { details } : {}) } };
 }
 
 /**
@@ -29,6 +29,7 @@ export function errors(log: Logger): Middleware {
         else if (ctx.status === 405) sendError(ctx, 'common.method_not_allowed', 405, `Allowed methods: ${ctx.response.get('Allow')}`);
       }
     } catch (err) {
+      const { requestId } = ctx.state;
       if (err instanceof AppError) {
         for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
         sendError(ctx, err.code, err.status, err.message, err.details);
@@ -40,12 +41,12 @@ export function errors(log: Logger): Middleware {
         return;
       }
       if (isUnavailable(err)) {
-        log.warn({ err: { message: (err as Error).message }, request_id: ctx.state.requestId }, 'dependency unavailable');
+        log.warn({ err: { message: (err as Error).message }, request_id: requestId }, 'dependency unavailable');
         ctx.set('Retry-After', '5');
         sendError(ctx, 'common.service_unavailable', 503, 'A dependency of the service is unavailable; retry shortly');
         return;
       }
-      log.error({ err, request_id: ctx.state.requestId, route: ctx._matchedRoute }, 'unhandled error');
+      log.error({ err, request_id: requestId, route: ctx._matchedRoute }, 'unhandled error');
       sendError(ctx, 'common.internal', 500, 'Internal error');
     }
   };

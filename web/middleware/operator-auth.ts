@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Config } from '../../shared/config';
 import { AppError } from '../../shared/errors';
 import type { AdminVerifier } from '../../shared/identity/admin-verifier';
@@ -15,37 +15,39 @@ const REALM = 'Basic realm="works-api operators", charset="UTF-8"';
  */
 export function requireOperator(verify: AdminVerifier, operators: Config['operators']): Middleware {
   return async (ctx, next) => {
-    const bearer = bearerToken(ctx);
-    if (bearer) {
-      const identity = await verify(bearer);
-      if (!identity.roles.includes('operator')) throw new AppError('common.forbidden', 'The operator role is required (an organization admin is not an operator)');
-      if (operators.orgIds.length > 0 && !operators.orgIds.includes(identity.organizationId)) {
-        throw new AppError('common.forbidden', 'The token does not belong to an operator organization');
-      }
-      ctx.state.operator = identity.subject;
-      return next();
-    }
-    const basic = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'))?.[1];
-    if (operators.credential && basic) {
-      const decoded = Buffer.from(basic, 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      const username = decoded.slice(0, Math.max(colon, 0));
-      const password = decoded.slice(colon + 1);
-      // Both compared in full, in constant time, whatever their lengths.
-      const userOk = sameSecret(username, operators.credential.username);
-      const passwordOk = sameSecret(password, operators.credential.password);
-      if (colon > 0 && userOk && passwordOk) {
-        ctx.state.operator = username;
-        return next();
-      }
-    }
-    throw new AppError(
-      'auth.unauthorized',
-      operators.credential ? 'An operator token or the operator credential is required' : 'An operator token is required',
-      undefined,
-      operators.credential ? { 'WWW-Authenticate': REALM } : undefined,
-    );
+    ctx.state.operator = await authenticateOperator(verify, operators, ctx);
+    await next();
   };
+}
+
+/** The operator's subject (a token) or username (the credential); see requireOperator. */
+export async function authenticateOperator(verify: AdminVerifier, operators: Config['operators'], ctx: Context): Promise<string> {
+  const bearer = bearerToken(ctx);
+  if (bearer) {
+    const identity = await verify(bearer);
+    if (!identity.roles.includes('operator')) throw new AppError('common.forbidden', 'The operator role is required (an organization admin is not an operator)');
+    if (operators.orgIds.length > 0 && !operators.orgIds.includes(identity.organizationId)) {
+      throw new AppError('common.forbidden', 'The token does not belong to an operator organization');
+    }
+    return identity.subject;
+  }
+  const basic = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'))?.[1];
+  if (operators.credential && basic) {
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const username = decoded.slice(0, Math.max(colon, 0));
+    const password = decoded.slice(colon + 1);
+    // Both compared in full, in constant time, whatever their lengths.
+    const userOk = sameSecret(username, operators.credential.username);
+    const passwordOk = sameSecret(password, operators.credential.password);
+    if (colon > 0 && userOk && passwordOk) return username;
+  }
+  throw new AppError(
+    'auth.unauthorized',
+    operators.credential ? 'An operator token or the operator credential is required' : 'An operator token is required',
+    undefined,
+    operators.credential ? { 'WWW-Authenticate': REALM } : undefined,
+  );
 }
 
 function sameSecret(given: string, expected: string): boolean {

@@ -1,6 +1,6 @@
-import Ajv, { type ErrorObject, type JSONSchemaType, type SchemaObject } from 'ajv';
+import Ajv, { type ErrorObject, type SchemaObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { Middleware } from 'koa';
+import type { Context } from 'koa';
 import { AppError, type ErrorCode, type ErrorDetail } from '../../shared/errors';
 
 export const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: true });
@@ -49,24 +49,23 @@ export function unstorableText(value: unknown): ErrorDetail[] {
   return problems;
 }
 
-export interface ValidateOptions {
-  /** The error code for a failure (default `common.validation_failed`). */
-  readonly code?: ErrorCode;
-}
-
-/** Validates the JSON body against a schema; the parsed value is left in ctx.state.body. */
-export function validateBody<T>(schema: JSONSchemaType<T> | SchemaObject, options: ValidateOptions = {}): Middleware {
+/**
+ * A body checker for a schema: the parsed value, checked and typed, or a 422 (`code`, default
+ * `common.validation_failed`) with details.
+ */
+export function validateBody<T>(schema: SchemaObject, code: ErrorCode = 'common.validation_failed'): (body: unknown) => T {
   const check = ajv.compile<T>(schema);
-  return async (ctx, next) => {
-    const body = ctx.request.body;
+  return (body) => {
     const unstorable = unstorableText(body);
-    if (unstorable.length) throw new AppError('common.validation_failed', 'Invalid request body: text must not contain NUL or an unpaired UTF-16 surrogate', unstorable);
+    if (unstorable.length) {
+      const message = 'Invalid request body: text must not contain NUL or an unpaired UTF-16 surrogate';
+      throw new AppError('common.validation_failed', message, unstorable);
+    }
     if (!check(body)) {
       const details = toDetails(check.errors);
-      throw new AppError(options.code ?? 'common.validation_failed', `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
+      throw new AppError(code, `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
     }
-    ctx.state.body = body;
-    await next();
+    return body;
   };
 }
 
@@ -87,21 +86,22 @@ function isUtf8Query(querystring: string): boolean {
 const queryAjv = new Ajv({ allErrors: true, strict: true, coerceTypes: true, useDefaults: true });
 
 /**
- * Validates the query string against a schema (400 `common.bad_request` with details, contract §1: a
- * malformed query); the coerced value, defaults filled in, is left in ctx.state.query.
+ * A query checker for a schema (400 `common.bad_request` with details, contract §1: a malformed query): the
+ * coerced value, defaults filled in.
  */
-export function validateQuery<T>(schema: SchemaObject): Middleware {
+export function validateQuery<T>(schema: SchemaObject): (ctx: Context) => T {
   const check = queryAjv.compile<T>(schema);
-  return async (ctx, next) => {
+  return (ctx) => {
     if (!isUtf8Query(ctx.querystring)) throw new AppError('common.bad_request', 'Invalid query: percent-escapes must spell UTF-8');
-    const query = { ...ctx.query };
+    const query: unknown = { ...ctx.query };
     const unstorable = unstorableText(query);
-    if (unstorable.length) throw new AppError('common.bad_request', 'Invalid query: text must not contain NUL or an unpaired UTF-16 surrogate', unstorable);
+    if (unstorable.length) {
+      throw new AppError('common.bad_request', 'Invalid query: text must not contain NUL or an unpaired UTF-16 surrogate', unstorable);
+    }
     if (!check(query)) {
       const details = toDetails(check.errors);
       throw new AppError('common.bad_request', `Invalid query: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
     }
-    ctx.state.query = query;
-    await next();
+    return query;
   };
 }

@@ -80,6 +80,42 @@ export const Transaction = object({
   updated_at: dateTime,
 });
 
+/** The read routes (contract §6). */
+const bool = { type: 'boolean' } as const;
+const nullableString = nullable(str);
+
+const workFields = {
+  id: { type: 'string', format: 'uuid' },
+  ats_id: int,
+  owner: str,
+  latest_version: { type: 'integer', minimum: 1 },
+  latest_commitment: hex32,
+  created_at: dateTime,
+  latest_version_at: dateTime,
+  title: str,
+  asset_filename: str,
+  has_files: bool,
+};
+
+export const Work = object(workFields);
+export const WorksPage = object({
+  works: { type: 'array', items: Work },
+  page_info: object({ has_next_page: bool, has_previous_page: bool, start_cursor: nullableString, end_cursor: nullableString }),
+  total_count: int,
+});
+export const WorkDetail = object({ ...workFields, network: { type: 'string', enum: ['testnet', 'mainnet'] }, external_user_ref: nullableString, versions_count: int });
+export const WorkVersions = object({
+  versions: { type: 'array', items: object({ version: int, commitment: hex32, title: str, filename: str, tx_hash: hex32, block_number: int, block_hash: hex32, finalized_at: dateTime }) },
+});
+export const WorkCreators = object({
+  version: int,
+  creators: {
+    type: 'array',
+    items: object({ full_name: str, roles: object({ author: bool, composer: bool, arranger: bool, adapter: bool }), ipi: nullableString, isni: nullableString, email: nullableString }),
+  },
+});
+export const Download = object({ url: { type: 'string', format: 'uri' }, expires_at: dateTime });
+
 const apiKeyFields = {
   id: uuid,
   name: str,

@@ -1,6 +1,8 @@
 import { ERROR_STATUS, type ErrorCode } from '../../shared/errors';
 import * as C from './components';
-import { errorCodesOf, OPERATIONS, type Operation, type Security } from './operations';
+import type { Operation, Security } from '../http/route';
+import { OPERATIONS } from '../routes';
+import { errorCodesOf } from './error-codes';
 
 const SECURITY: Record<Security, Record<string, string[]>[]> = {
   apiKey: [{ apiKey: [] }],

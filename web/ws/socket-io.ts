@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { Server, type Socket } from 'socket.io';
+import { Server, type DefaultEventsMap, type Socket } from 'socket.io';
 import type { Resources } from '../../shared/resources';
 import type { Principal } from '../../shared/api-keys/types';
 import { getTransaction, type TransactionView } from '../../shared/transactions/service';
@@ -15,6 +15,11 @@ const MAX_SUBSCRIPTIONS = 100;
 
 type Frame = { type: 'connected' | 'update'; transaction: TransactionView } | { type: 'error'; transaction: null; error: { code: string; message: string } };
 type Ack = (frame: Frame) => void;
+/** What a socket carries once its handshake is authenticated (set in the io.use below). */
+interface SocketData {
+  principal: Principal;
+}
+type LiveSocket = Socket<DefaultEventsMap, DefaultEventsMap, DefaultEventsMap, SocketData>;
 
 export interface SocketIoDeps {
   readonly app: Resources;
@@ -34,7 +39,7 @@ export function attachSocketIo(server: http.Server, deps: SocketIoDeps): Server 
   const { app, connections } = deps;
   const heartbeatMs = app.config.live.heartbeatSeconds * 1000;
   const authDeps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
-  const io = new Server(server, {
+  const io = new Server<DefaultEventsMap, DefaultEventsMap, DefaultEventsMap, SocketData>(server, {
     path: SOCKET_IO_PATH,
     serveClient: false,
     destroyUpgrade: false, // the plain WebSocket route answers the other upgrades
@@ -90,10 +95,10 @@ class SocketIoSubscriber implements LiveConnection {
   private lastActivity = Date.now();
 
   constructor(
-    private readonly socket: Socket,
+    private readonly socket: LiveSocket,
     private readonly deps: SocketIoDeps,
   ) {
-    this.principal = socket.data.principal as Principal;
+    this.principal = socket.data.principal;
     socket.onAny(() => (this.lastActivity = Date.now()));
     socket.on('subscribe', (id: unknown, ack?: unknown) => void this.subscribe(id, typeof ack === 'function' ? (ack as Ack) : undefined));
     socket.on('unsubscribe', (id: unknown) => typeof id === 'string' && this.unsubscribe(id));

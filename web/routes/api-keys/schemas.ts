@@ -1,6 +1,7 @@
 import { SCOPES } from '../../../shared/api-keys/types';
+import { typed } from '../../http/route';
 
-export const createApiKeySchema = {
+export const createApiKeySchema = typed<CreateApiKeyBody>()({
   type: 'object',
   additionalProperties: false,
   required: ['name', 'scopes'],
@@ -9,7 +10,7 @@ export const createApiKeySchema = {
     scopes: { type: 'array', minItems: 1, maxItems: SCOPES.length, uniqueItems: true, items: { type: 'string', enum: [...SCOPES] } },
     webhook_url: { type: ['string', 'null'], maxLength: 2048 },
   },
-} as const;
+});
 
 export interface CreateApiKeyBody {
   name: string;

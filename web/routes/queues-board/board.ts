@@ -7,8 +7,22 @@ import type { Resources } from '../../../shared/resources';
 import type { AdminVerifier } from '../../../shared/identity/admin-verifier';
 import { QUEUE_DEFINITIONS } from '../../../shared/queue/queues';
 import { requireOperator } from '../../middleware/operator-auth';
+import type { ServedElsewhere } from '../../http/route';
 
 export const BOARD_PATH = '/admin/queues';
+
+/** The board's page in the OpenAPI document; its static files and JSON API below it are Bull Board's own. */
+export const queuesBoardOperation: ServedElsewhere = {
+  servedBy: 'queuesBoard(), a middleware ahead of the router',
+  method: 'get',
+  path: BOARD_PATH,
+  id: 'queuesBoard',
+  summary: 'Bull Board: every queue, retry of failed and dead-lettered jobs (its JSON API lives below this path)',
+  tag: 'Operations',
+  security: 'operator',
+  responses: { 200: { description: 'HTML', contentType: 'text/html' } },
+  errors: [],
+};
 
 // The board's own scripts, styles and API only; its web fonts are left out rather than fetched from Google.
 const BOARD_CSP = [

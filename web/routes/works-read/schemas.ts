@@ -1,4 +1,5 @@
 import { NETWORKS } from '../../../shared/config';
+import { typed } from '../../http/route';
 
 /**
  * Query strings of the read routes (spec 4.8–4.10, contract §6). Parameters not named here are ignored:
@@ -6,7 +7,7 @@ import { NETWORKS } from '../../../shared/config';
  */
 const network = { type: 'string', enum: [...NETWORKS] } as const;
 
-export const listWorksQuerySchema = {
+export const listWorksQuerySchema = typed<ListWorksQuery>()({
   type: 'object',
   properties: {
     network,
@@ -14,17 +15,17 @@ export const listWorksQuerySchema = {
     after: { type: 'string', minLength: 1, maxLength: 200 },
     external_user_ref: { type: 'string', minLength: 1, maxLength: 255 },
   },
-} as const;
+});
 
-export const workQuerySchema = {
+export const workQuerySchema = typed<WorkQuery>()({
   type: 'object',
   properties: { network },
-} as const;
+});
 
-export const creatorsQuerySchema = {
+export const creatorsQuerySchema = typed<WorkQuery>()({
   type: 'object',
   properties: { network, version: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } },
-} as const;
+});
 
 export interface ListWorksQuery {
   network?: (typeof NETWORKS)[number];

@@ -1,3 +1,6 @@
+import type { InitInput, VersionInitInput } from '../../../shared/registration/service';
+import { typed } from '../../http/route';
+
 /** JSON schemas of the work write routes (spec 4.1–4.7, contract §4). */
 export const creatorSchema = {
   type: 'object',
@@ -25,7 +28,7 @@ const network = { type: 'string', enum: ['testnet', 'mainnet'] } as const;
 const externalUserRef = { type: 'string', minLength: 1, maxLength: 255 } as const;
 const creators = { type: 'array', minItems: 1, maxItems: 32, items: creatorSchema } as const;
 
-export const initRegistrationSchema = {
+export const initRegistrationSchema = typed<InitInput>()({
   type: 'object',
   additionalProperties: false,
   required: ['network', 'title', 'filename', 'creators'],
@@ -36,27 +39,27 @@ export const initRegistrationSchema = {
     creators,
     external_user_ref: externalUserRef,
   },
-} as const;
+});
 
 /** Version init (spec 4.5): metadata only, no title (the work keeps its own). */
-export const initVersionSchema = {
+export const initVersionSchema = typed<VersionInitInput>()({
   type: 'object',
   additionalProperties: false,
   required: ['network', 'creators'],
   properties: { network, creators, external_user_ref: externalUserRef },
-} as const;
+});
 
 /** Version init-upload (spec 4.6): new audio too. */
-export const initVersionUploadSchema = {
+export const initVersionUploadSchema = typed<VersionInitInput>()({
   type: 'object',
   additionalProperties: false,
   required: ['network', 'filename', 'creators'],
   properties: { ...initVersionSchema.properties, filename: { type: 'string', minLength: 1, maxLength: 255 } },
-} as const;
+});
 
-export const jobIdSchema = {
+export const jobIdSchema = typed<{ job_id: string }>()({
   type: 'object',
   additionalProperties: false,
   required: ['job_id'],
   properties: { job_id: { type: 'string', minLength: 1, maxLength: 100 } },
-} as const;
+});

@@ -1,0 +1,45 @@
+import { checkReadiness } from '../../../shared/readiness';
+import { defineRoute, type Route } from '../../http/route';
+import * as C from '../../openapi/components';
+
+const operations = { method: 'get', tag: 'Operations', errors: [] } as const;
+
+/** Liveness and readiness, open (load balancers ask); metrics for operators only (queue names, volumes). */
+export const healthRoutes: readonly Route[] = [
+  defineRoute({
+    ...operations,
+    path: '/healthz',
+    id: 'health',
+    summary: 'Liveness: the process answers',
+    security: 'none',
+    responses: { 200: { description: 'Alive', schema: C.Health } },
+    handler: (ctx) => {
+      ctx.body = { status: 'ok' };
+    },
+  }),
+  defineRoute({
+    ...operations,
+    path: '/readyz',
+    id: 'readiness',
+    summary: 'Readiness: PostgreSQL, Redis, S3 and each chain checked; 503 names what is down',
+    security: 'none',
+    responses: { 200: { description: 'Ready', schema: C.Readiness }, 503: { description: 'Not ready', schema: C.Readiness } },
+    handler: async (ctx, _input, { app }) => {
+      const report = await checkReadiness(app);
+      ctx.status = report.ready ? 200 : 503;
+      ctx.body = { status: report.ready ? 'ready' : 'unavailable', checks: report.checks };
+    },
+  }),
+  defineRoute({
+    ...operations,
+    path: '/metrics',
+    id: 'metrics',
+    summary: 'Prometheus metrics (operators: the operator credential, or a token with the operator role)',
+    security: 'operator',
+    responses: { 200: { description: 'Prometheus text format', contentType: 'text/plain' } },
+    handler: async (ctx, _input, { metrics }) => {
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
+    },
+  }),
+];

@@ -1,0 +1,130 @@
+import type { ErrorCode } from '../../../shared/errors';
+import { notFound } from '../../../shared/errors';
+import { confirmJob, initRegistration, initVersion, prepareJob } from '../../../shared/registration/service';
+import { defineRoute, type Route } from '../../http/route';
+import * as C from '../../openapi/components';
+import { initRegistrationSchema, initVersionSchema, initVersionUploadSchema, jobIdSchema } from './schemas';
+import { presentRegistrationQuote, presentVersionQuote } from './presenters';
+
+/** The numeric `ats_id` of the path; anything else names no work. */
+function atsIdParam(raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) throw notFound('Work');
+  return Number(raw);
+}
+
+const register = { method: 'post', tag: 'Registration', security: 'apiKey', scope: 'works:register' } as const;
+const version = { method: 'post', tag: 'Versions', security: 'apiKey', scope: 'works:update' } as const;
+const idempotencyErrors: ErrorCode[] = ['organization.rate_limited', 'idempotency.key_in_use', 'idempotency.key_reused'];
+const prepareErrors: ErrorCode[] = [
+  'registration.upload_session_not_found',
+  'registration.audio_missing',
+  'registration.audio_empty',
+  'registration.audio_too_large',
+  'registration.dry_run_failed',
+];
+
+/** Registration (spec 4.1–4.4) and versions (4.5–4.7): init, prepare, confirm. */
+export const worksRoutes: readonly Route[] = [
+  defineRoute({
+    ...register,
+    path: '/v1/works/init',
+    id: 'initRegistration',
+    summary: 'Reserve an upload for a new work and get a presigned PUT URL (spec 4.1)',
+    body: initRegistrationSchema,
+    rateLimited: true,
+    idempotent: true,
+    responses: { 200: { description: 'Upload session reserved', schema: C.UploadJob } },
+    errors: ['common.validation_failed', ...idempotencyErrors],
+    handler: async (ctx, { caller, body }, { app }) => {
+      ctx.body = await initRegistration(app, caller, body);
+    },
+  }),
+  // a prepare reads the whole upload and asks the chain: it takes a token from the organization's bucket too
+  defineRoute({
+    ...register,
+    path: '/v1/works/prepare',
+    id: 'prepareRegistration',
+    summary:
+      'Hash the uploaded audio, dry-run the chain call and quote a binding price (spec 4.3); ' +
+      'again before confirm replaces the quote, after confirm 404',
+    body: jobIdSchema,
+    rateLimited: true,
+    responses: {
+      200: {
+        description: 'The quote (is_valid false with error credits.insufficient when the organization cannot pay)',
+        schema: C.RegistrationQuote,
+      },
+    },
+    errors: ['common.validation_failed', 'organization.rate_limited', ...prepareErrors],
+    handler: async (ctx, { caller, body }, { app }) => {
+      ctx.body = presentRegistrationQuote(await prepareJob(app, caller, body.job_id, 'register'));
+    },
+  }),
+  defineRoute({
+    ...register,
+    path: '/v1/works/confirm',
+    id: 'confirmRegistration',
+    summary: 'Accept the quote: debit it and start the chain transaction (spec 4.4); once per job, a second confirm 404',
+    body: jobIdSchema,
+    responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
+    errors: ['common.validation_failed', 'registration.prepared_not_found', 'registration.quote_invalid'],
+    handler: async (ctx, { caller, body }, { app }) => {
+      ctx.status = 202;
+      ctx.body = await confirmJob(app, caller, body.job_id, 'register');
+    },
+  }),
+  defineRoute({
+    ...version,
+    path: '/v1/works/{ats_id}/versions/init',
+    id: 'initVersion',
+    summary: 'Reserve a metadata-only version reusing the anchored audio (spec 4.5)',
+    body: initVersionSchema,
+    rateLimited: true,
+    idempotent: true,
+    responses: { 200: { description: 'Version job reserved', schema: C.VersionJob } },
+    errors: ['common.validation_failed', 'common.forbidden', 'common.not_found', ...idempotencyErrors],
+    handler: async (ctx, { caller, params, body }, { app }) => {
+      ctx.body = await initVersion(app, caller, atsIdParam(params.ats_id), body);
+    },
+  }),
+  defineRoute({
+    ...version,
+    path: '/v1/works/{ats_id}/versions/init-upload',
+    id: 'initVersionUpload',
+    summary: 'Reserve a version with new audio and get a presigned PUT URL (spec 4.6)',
+    body: initVersionUploadSchema,
+    rateLimited: true,
+    idempotent: true,
+    responses: { 200: { description: 'Upload session reserved', schema: C.UploadJob } },
+    errors: ['common.validation_failed', 'common.forbidden', 'common.not_found', ...idempotencyErrors],
+    handler: async (ctx, { caller, params, body }, { app }) => {
+      ctx.body = await initVersion(app, caller, atsIdParam(params.ats_id), body);
+    },
+  }),
+  defineRoute({
+    ...version,
+    path: '/v1/works/{ats_id}/versions/prepare',
+    id: 'prepareVersion',
+    summary: 'Quote a version (spec 4.7)',
+    body: jobIdSchema,
+    rateLimited: true,
+    responses: { 200: { description: 'The version quote', schema: C.VersionQuote } },
+    errors: ['common.validation_failed', 'organization.rate_limited', 'common.not_found', ...prepareErrors],
+    handler: async (ctx, { caller, params, body }, { app }) => {
+      ctx.body = presentVersionQuote(await prepareJob(app, caller, body.job_id, 'add_version', atsIdParam(params.ats_id)));
+    },
+  }),
+  defineRoute({
+    ...version,
+    path: '/v1/works/{ats_id}/versions/confirm',
+    id: 'confirmVersion',
+    summary: 'Accept a version quote (spec 4.7)',
+    body: jobIdSchema,
+    responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
+    errors: ['common.validation_failed', 'common.not_found', 'registration.prepared_not_found', 'registration.quote_invalid'],
+    handler: async (ctx, { caller, params, body }, { app }) => {
+      ctx.status = 202;
+      ctx.body = await confirmJob(app, caller, body.job_id, 'add_version', atsIdParam(params.ats_id));
+    },
+  }),
+];

@@ -30,7 +30,12 @@ benchMain(async (options) => {
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   try {
     const key = await createKey(context, await createOrg(context, 1000));
-    const init = { method: 'POST' as const, path: '/v1/works/init', headers: { Authorization: `Bearer ${key.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(initBody()) };
+    const init = {
+      method: 'POST' as const,
+      path: '/v1/works/init',
+      headers: { Authorization: `Bearer ${key.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(initBody()),
+    };
     const healthz = { method: 'GET' as const, path: '/healthz', headers: {} as Record<string, string> };
     const load = async (request: typeof init | typeof healthz, duration: number) => {
       const { path, ...rest } = request;
@@ -38,7 +43,9 @@ benchMain(async (options) => {
       const failed = result.non2xx + result.errors + result.timeouts;
       if (failed > 0) {
         const sample = await fetch(web.url + request.path, request).then(async (r) => `${r.status} ${await r.text()}`);
-        throw new Error(`${request.path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total}; one more answered ${sample.slice(0, 300)}`);
+        throw new Error(
+          `${request.path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total}; one more answered ${sample.slice(0, 300)}`,
+        );
       }
       return { rps: result.requests.average, p99: result.latency.p99, p50: result.latency.p50, total: result.requests.total };
     };
@@ -58,7 +65,13 @@ benchMain(async (options) => {
       floor: { label: 'GET /healthz', runs: samples.map((s) => s.h.rps) },
       target: { text: '≥ 2,000 and ≥ 25% of /healthz', met: (v, floor) => v >= 2000 && v >= 0.25 * floor },
     });
-    report.add({ id: 'init_share', label: 'init / healthz throughput', unit: '%', runs: samples.map((s) => (100 * s.i.rps) / s.h.rps), target: { text: '≥ 25%', met: (v) => v >= 25 } });
+    report.add({
+      id: 'init_share',
+      label: 'init / healthz throughput',
+      unit: '%',
+      runs: samples.map((s) => (100 * s.i.rps) / s.h.rps),
+      target: { text: '≥ 25%', met: (v) => v >= 25 },
+    });
     report.add({
       id: 'init_p99_ms',
       label: 'POST /v1/works/init p99 latency',
@@ -67,7 +80,13 @@ benchMain(async (options) => {
       floor: { label: 'GET /healthz p99', runs: samples.map((s) => s.h.p99) },
       target: { text: '< 50 ms', met: (v) => v < 50 },
     });
-    report.add({ id: 'init_p50_ms', label: 'POST /v1/works/init p50 latency', unit: 'ms', runs: samples.map((s) => s.i.p50), floor: { label: 'GET /healthz p50', runs: samples.map((s) => s.h.p50) } });
+    report.add({
+      id: 'init_p50_ms',
+      label: 'POST /v1/works/init p50 latency',
+      unit: 'ms',
+      runs: samples.map((s) => s.i.p50),
+      floor: { label: 'GET /healthz p50', runs: samples.map((s) => s.h.p50) },
+    });
     report.note('autocannon runs in the bench process on the same 2 cores as the web process, PostgreSQL and Redis.');
     report.write(options.outDir);
   } finally {

@@ -31,12 +31,19 @@ benchMain(async (options) => {
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
   const worker = await startWorkerProcess(services.env, services.config, ['prepare'], { profileDir: options.profileDir });
-  const getter = fork(path.join(__dirname, 'lib/s3-get.ts'), [], { execArgv: ['--expose-gc', '--import', 'tsx'], env: { PATH: process.env.PATH, ...services.env } });
+  const getter = fork(path.join(__dirname, 'lib/s3-get.ts'), [], {
+    execArgv: ['--expose-gc', '--import', 'tsx'],
+    env: { PATH: process.env.PATH, ...services.env },
+  });
   try {
     await new Promise((resolve) => getter.once('message', resolve));
     const key = await createKey(context, await createOrg(context, 1_000_000));
     const post = async (pathname: string, body: unknown) => {
-      const res = await fetch(web.url + pathname, { method: 'POST', headers: { Authorization: `Bearer ${key.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(web.url + pathname, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key.token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       const json = (await res.json()) as Record<string, any>;
       if (res.status !== 200) throw new Error(`${pathname}: ${res.status} ${JSON.stringify(json)}`);
       return json;
@@ -71,7 +78,9 @@ benchMain(async (options) => {
       const prepareMs = msSince(started);
       const rssIncrease = worker.peak() - before;
       if (`0x${sha.stdout.slice(0, 64)}` === quote.commitment) throw new Error('unexpected: commitment equals the media hash');
-      say(`  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms, S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`);
+      say(
+        `  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms, S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`,
+      );
       return { prepareMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease };
     });
 
@@ -84,7 +93,13 @@ benchMain(async (options) => {
       floor: { label: 'slower of S3 GET and sha256sum', runs: slower },
       target: { text: '≤ 1.3 × slower floor', met: (v, floor) => v <= 1.3 * floor },
     });
-    report.add({ id: 'prepare_ratio', label: 'prepare / slower floor', unit: '×', runs: samples.map((s, i) => s.prepareMs / slower[i]!), target: { text: '≤ 1.3', met: (v) => v <= 1.3 } });
+    report.add({
+      id: 'prepare_ratio',
+      label: 'prepare / slower floor',
+      unit: '×',
+      runs: samples.map((s, i) => s.prepareMs / slower[i]!),
+      target: { text: '≤ 1.3', met: (v) => v <= 1.3 },
+    });
     report.add({ id: 's3_get_ms', label: `plain S3 GET ${mb} MB`, unit: 'ms', runs: samples.map((s) => s.getMs) });
     report.add({ id: 'sha256sum_ms', label: `sha256sum ${mb} MB, local disk`, unit: 'ms', runs: samples.map((s) => s.shaMs) });
     report.add({

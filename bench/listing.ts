@@ -27,7 +27,16 @@ benchMain(async (options) => {
   const requests = options.smoke ? 30 : 300;
   const large = Math.floor(total / 10);
   const depth = Math.min(10_000, Math.floor(large / 2));
-  const report = new BenchReport('listing', options.smoke, { works: total, organizations: ORGANIZATIONS, largest_organization_works: large, refs_per_organization: REFS, cursor_depth: depth, requests_per_query_per_run: requests, runs, page: 20 });
+  const report = new BenchReport('listing', options.smoke, {
+    works: total,
+    organizations: ORGANIZATIONS,
+    largest_organization_works: large,
+    refs_per_organization: REFS,
+    cursor_depth: depth,
+    requests_per_query_per_run: requests,
+    runs,
+    page: 20,
+  });
   say(`listing: ${total} works over ${ORGANIZATIONS} organizations (the largest ${large}), ${runs} runs of ${requests} requests per query`);
   const services = await startBenchServices('listing', { blocks: 'instant' });
   Object.assign(report.versions, services.versions);
@@ -91,18 +100,51 @@ benchMain(async (options) => {
         directDeep: p99(direct.deep),
         directRef: p99(direct.ref),
       };
-      say(`  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`);
+      say(
+        `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`,
+      );
       return out;
     });
     const healthz = { label: 'GET /healthz p99', runs: samples.map((s) => s.healthz) };
     const target = { text: '< 20 ms', met: (v: number) => v < 20 };
     report.add({ id: 'first_page_p99_ms', label: 'first page p99', unit: 'ms', runs: samples.map((s) => s.first), floor: healthz, target });
-    report.add({ id: 'deep_page_p99_ms', label: `page after ${depth.toLocaleString('en-US')} works p99`, unit: 'ms', runs: samples.map((s) => s.deep), floor: healthz, target });
-    report.add({ id: 'ref_page_p99_ms', label: 'ref-filtered page p99', unit: 'ms', runs: samples.map((s) => s.ref), floor: healthz, target });
-    report.add({ id: 'first_page_service_p99_ms', label: 'first page p99, service call only', unit: 'ms', runs: samples.map((s) => s.directFirst) });
-    report.add({ id: 'deep_page_service_p99_ms', label: 'deep page p99, service call only', unit: 'ms', runs: samples.map((s) => s.directDeep) });
-    report.add({ id: 'ref_page_service_p99_ms', label: 'ref page p99, service call only', unit: 'ms', runs: samples.map((s) => s.directRef) });
-    report.note(`every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref page counts its ref's works`);
+    report.add({
+      id: 'deep_page_p99_ms',
+      label: `page after ${depth.toLocaleString('en-US')} works p99`,
+      unit: 'ms',
+      runs: samples.map((s) => s.deep),
+      floor: healthz,
+      target,
+    });
+    report.add({
+      id: 'ref_page_p99_ms',
+      label: 'ref-filtered page p99',
+      unit: 'ms',
+      runs: samples.map((s) => s.ref),
+      floor: healthz,
+      target,
+    });
+    report.add({
+      id: 'first_page_service_p99_ms',
+      label: 'first page p99, service call only',
+      unit: 'ms',
+      runs: samples.map((s) => s.directFirst),
+    });
+    report.add({
+      id: 'deep_page_service_p99_ms',
+      label: 'deep page p99, service call only',
+      unit: 'ms',
+      runs: samples.map((s) => s.directDeep),
+    });
+    report.add({
+      id: 'ref_page_service_p99_ms',
+      label: 'ref page p99, service call only',
+      unit: 'ms',
+      runs: samples.map((s) => s.directRef),
+    });
+    report.note(
+      `every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref page counts its ref's works`,
+    );
     report.write(options.outDir);
   } finally {
     await web.stop();

@@ -30,7 +30,14 @@ benchMain(async (options) => {
   // suite stays within 20 minutes; its latencies are percentiles over every registration
   const runs = pick(options, options.runs, 1, 1);
   const clients = Math.min(CLIENTS, count);
-  const report = new BenchReport('pipeline', options.smoke, { registrations: count, audio_kb: 64, block_ms: BLOCK_MS, clients, runs, organizations: Math.ceil(count / PER_ORG) });
+  const report = new BenchReport('pipeline', options.smoke, {
+    registrations: count,
+    audio_kb: 64,
+    block_ms: BLOCK_MS,
+    clients,
+    runs,
+    organizations: Math.ceil(count / PER_ORG),
+  });
   say(`pipeline: ${count} registrations, ${clients} clients, a block every ${BLOCK_MS} ms, ${runs} runs`);
   const services = await startBenchServices('pipeline', { blocks: BLOCK_MS });
   Object.assign(report.versions, services.versions);
@@ -40,7 +47,8 @@ benchMain(async (options) => {
   const worker = await startWorkerProcess(services.env, services.config, [...QUEUE_NAMES], { profileDir: options.profileDir });
   try {
     const keys: TestKey[] = [];
-    for (let i = 0; i < Math.ceil(count / PER_ORG); i++) keys.push(await createKey(context, await createOrg(context, 1_000_000), undefined, receiver.url));
+    for (let i = 0; i < Math.ceil(count / PER_ORG); i++)
+      keys.push(await createKey(context, await createOrg(context, 1_000_000), undefined, receiver.url));
     const webhookAt = new Map<string, number>();
     receiver.respond = (entry) => {
       webhookAt.set(entry.body?.transaction_id, entry.at);
@@ -71,14 +79,21 @@ benchMain(async (options) => {
       const finished = Math.max(...ids.map((id) => webhookAt.get(id)!));
       const firstConfirm = Math.min(...confirmedAt.values());
       const latencies = ids.map((id) => webhookAt.get(id)! - confirmedAt.get(id)!);
-      const [used] = await context.db('transactions').whereIn('id', ids).select(
-        context.db.raw('count(distinct block_number)::int as blocks'),
-        context.db.raw('count(distinct submission_id)::int as extrinsics'),
-        context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
-      );
+      const [used] = await context
+        .db('transactions')
+        .whereIn('id', ids)
+        .select(
+          context.db.raw('count(distinct block_number)::int as blocks'),
+          context.db.raw('count(distinct submission_id)::int as extrinsics'),
+          context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
+        );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
       const phases = await phaseTimes(context, ids, webhookAt);
-      say(`  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases).map(([name, ms]) => `${name} ${ms.p50} / ${ms.p95}`).join(', ')}`);
+      say(
+        `  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases)
+          .map(([name, ms]) => `${name} ${ms.p50} / ${ms.p95}`)
+          .join(', ')}`,
+      );
       const sample = {
         totalMs: finished - started,
         chainMs: finished - firstConfirm,
@@ -91,7 +106,9 @@ benchMain(async (options) => {
         phases,
         ids,
       };
-      say(`  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`);
+      say(
+        `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`,
+      );
       return sample;
     });
 
@@ -112,13 +129,37 @@ benchMain(async (options) => {
       floor: { label: `${floorBlocks} block(s) × ${BLOCK_MS / 1000} s`, runs: samples.map(() => floorMs / 1000) },
       target: { text: '≤ floor + 3 blocks', met: (v, floor) => v <= floor + (3 * BLOCK_MS) / 1000 },
     });
-    report.add({ id: 'registrations_per_s', label: 'registrations per second', unit: '/s', runs: samples.map((s) => (1000 * count) / s.totalMs), floor: { label: 'chain limit', runs: samples.map(() => (1000 * count) / floorMs) } });
+    report.add({
+      id: 'registrations_per_s',
+      label: 'registrations per second',
+      unit: '/s',
+      runs: samples.map((s) => (1000 * count) / s.totalMs),
+      floor: { label: 'chain limit', runs: samples.map(() => (1000 * count) / floorMs) },
+    });
     report.add({ id: 'quote_phase_s', label: 'first init to last confirm', unit: 's', runs: samples.map((s) => s.quoteMs / 1000) });
-    report.add({ id: 'chain_phase_s', label: 'first confirm to last webhook', unit: 's', runs: samples.map((s) => s.chainMs / 1000), floor: { label: 'chain floor', runs: samples.map(() => floorMs / 1000) } });
+    report.add({
+      id: 'chain_phase_s',
+      label: 'first confirm to last webhook',
+      unit: 's',
+      runs: samples.map((s) => s.chainMs / 1000),
+      floor: { label: 'chain floor', runs: samples.map(() => floorMs / 1000) },
+    });
     report.add({ id: 'drain_s', label: 'last confirm to last webhook', unit: 's', runs: samples.map((s) => s.drainMs / 1000) });
-    report.add({ id: 'blocks', label: 'blocks used', unit: 'blocks', runs: samples.map((s) => s.blocks), floor: { label: 'chain floor', runs: samples.map(() => floorBlocks) } });
+    report.add({
+      id: 'blocks',
+      label: 'blocks used',
+      unit: 'blocks',
+      runs: samples.map((s) => s.blocks),
+      floor: { label: 'chain floor', runs: samples.map(() => floorBlocks) },
+    });
     report.add({ id: 'extrinsics', label: 'relayer extrinsics used', unit: 'extrinsics', runs: samples.map((s) => s.extrinsics) });
-    report.add({ id: 'latency_p50_ms', label: 'confirm→webhook p50', unit: 'ms', runs: samples.map((s) => s.p50), floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) } });
+    report.add({
+      id: 'latency_p50_ms',
+      label: 'confirm→webhook p50',
+      unit: 'ms',
+      runs: samples.map((s) => s.p50),
+      floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) },
+    });
     report.add({
       id: 'latency_p95_ms',
       label: 'confirm→webhook p95',
@@ -127,7 +168,9 @@ benchMain(async (options) => {
       floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) },
       target: { text: `≤ 3 blocks (${(3 * BLOCK_MS) / 1000} s)`, met: (v) => v <= 3 * BLOCK_MS },
     });
-    report.note(`the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`);
+    report.note(
+      `the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`,
+    );
     report.write(options.outDir);
   } finally {
     await worker.stop();
@@ -148,16 +191,29 @@ async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<stri
   const stretches: Record<string, number[]> = { queued: [], batched: [], in_block: [], finalized: [], webhook: [] };
   for (const row of rows) {
     const at = (name: string) => Date.parse((row.steps as { name: string; at: string }[]).find((step) => step.name === name)!.at);
-    const marks = [Date.parse(row.created_at), at('preparing_transaction'), at('signing'), at('submitting'), at('confirming'), webhookAt.get(row.id)!];
+    const marks = [
+      Date.parse(row.created_at),
+      at('preparing_transaction'),
+      at('signing'),
+      at('submitting'),
+      at('confirming'),
+      webhookAt.get(row.id)!,
+    ];
     Object.values(stretches).forEach((list, i) => list.push(marks[i + 1]! - marks[i]!));
   }
-  return Object.fromEntries(Object.entries(stretches).map(([name, list]) => [name, { p50: percentile(list, 50), p95: percentile(list, 95) }]));
+  return Object.fromEntries(
+    Object.entries(stretches).map(([name, list]) => [name, { p50: percentile(list, 50), p95: percentile(list, 95) }]),
+  );
 }
 
 /** init → PUT → prepare → confirm; resolves with the transaction id and when confirm answered. */
 async function registerOne(base: string, token: string): Promise<[string, number]> {
   const post = async (path: string, body: unknown, status = 200) => {
-    const res = await fetch(base + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(base + path, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const json = (await res.json()) as Record<string, any>;
     if (res.status !== status) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`);
     return json;

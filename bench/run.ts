@@ -29,11 +29,15 @@ for (const name of names) {
   process.stdout.write(`\n== ${name}\n`);
   const file = path.join(options.outDir, `${name}.json`);
   const before = mtime(file);
-  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(dir, `${name}.ts`), ...benchArgs(options)], { stdio: 'inherit' });
+  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(dir, `${name}.ts`), ...benchArgs(options)], {
+    stdio: 'inherit',
+  });
   if (run.status !== 0 || mtime(file) === before) failed.push(name);
   else results.push(JSON.parse(readFileSync(file, 'utf8')) as BenchResult);
 }
-process.stdout.write(`\n== ${results.length} of ${names.length} benches in ${Math.round((Date.now() - started) / 1000)} s, results in ${path.relative(process.cwd(), options.outDir) || '.'}\n\n`);
+process.stdout.write(
+  `\n== ${results.length} of ${names.length} benches in ${Math.round((Date.now() - started) / 1000)} s, results in ${path.relative(process.cwd(), options.outDir) || '.'}\n\n`,
+);
 if (results.length) process.stdout.write(renderTable(results) + '\n');
 if (failed.length) process.stdout.write(`\nfailed: ${failed.join(', ')}\n`);
 process.exit(failed.length ? 1 : 0);

@@ -51,9 +51,15 @@ benchMain(async (options) => {
     await openSocket(bareUrl).then((ws) => ws.terminate());
 
     const samples = await repeat(runs, async (run) => {
-      const held = await holdSockets(count, (i) => openSocket(`${wsBase}/v1/ws/transactions/${ids[i % ids.length]}`, key.token), () => web.measure());
+      const held = await holdSockets(
+        count,
+        (i) => openSocket(`${wsBase}/v1/ws/transactions/${ids[i % ids.length]}`, key.token),
+        () => web.measure(),
+      );
       const floor = await holdSockets(count, () => openSocket(bareUrl), bareMeasure);
-      say(`  run ${run + 1}: web RSS ${kib(held.rss)}/socket, heap ${kib(held.heapUsed)}/socket (opened in ${held.openMs} ms); bare ws RSS ${kib(floor.rss)}/socket, heap ${kib(floor.heapUsed)}/socket`);
+      say(
+        `  run ${run + 1}: web RSS ${kib(held.rss)}/socket, heap ${kib(held.heapUsed)}/socket (opened in ${held.openMs} ms); bare ws RSS ${kib(floor.rss)}/socket, heap ${kib(floor.heapUsed)}/socket`,
+      );
       return { held, floor };
     });
     report.add({
@@ -64,9 +70,25 @@ benchMain(async (options) => {
       floor: { label: 'bare ws server', runs: samples.map((s) => s.floor.rss / 1024) },
       target: { text: '< 50 KB', met: (v) => v * 1024 < 50_000 },
     });
-    report.add({ id: 'heap_per_socket_kib', label: 'web JS heap per idle socket', unit: 'KiB', runs: samples.map((s) => s.held.heapUsed / 1024), floor: { label: 'bare ws server', runs: samples.map((s) => s.floor.heapUsed / 1024) } });
-    report.add({ id: 'external_per_socket_kib', label: 'web external + buffers per idle socket', unit: 'KiB', runs: samples.map((s) => s.held.external / 1024) });
-    report.add({ id: 'open_ms', label: `open ${count} sockets (each to its connected frame)`, unit: 'ms', runs: samples.map((s) => s.held.openMs) });
+    report.add({
+      id: 'heap_per_socket_kib',
+      label: 'web JS heap per idle socket',
+      unit: 'KiB',
+      runs: samples.map((s) => s.held.heapUsed / 1024),
+      floor: { label: 'bare ws server', runs: samples.map((s) => s.floor.heapUsed / 1024) },
+    });
+    report.add({
+      id: 'external_per_socket_kib',
+      label: 'web external + buffers per idle socket',
+      unit: 'KiB',
+      runs: samples.map((s) => s.held.external / 1024),
+    });
+    report.add({
+      id: 'open_ms',
+      label: `open ${count} sockets (each to its connected frame)`,
+      unit: 'ms',
+      runs: samples.map((s) => s.held.openMs),
+    });
     report.write(options.outDir);
   } finally {
     bare.kill();
@@ -89,7 +111,8 @@ async function holdSockets(count: number, open: (i: number) => Promise<WebSocket
     }
     const openMs = Date.now() - started;
     const after = await measure();
-    if (after.sockets - before.sockets !== count) throw new Error(`the server holds ${after.sockets - before.sockets} new sockets, expected ${count}`);
+    if (after.sockets - before.sockets !== count)
+      throw new Error(`the server holds ${after.sockets - before.sockets} new sockets, expected ${count}`);
     const per = (field: keyof NodeJS.MemoryUsage) => (after[field] - before[field]) / count;
     return { rss: per('rss'), heapUsed: per('heapUsed'), external: per('external'), openMs };
   } finally {

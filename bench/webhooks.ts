@@ -31,7 +31,13 @@ benchMain(async (options) => {
   const scaled = Math.max(2, os.cpus().length);
   const services = await startBenchServices('webhooks', { blocks: 'instant' });
   const { concurrency, keepAliveMs } = services.config.webhooks;
-  const report = new BenchReport('webhooks', options.smoke, { events: count, runs, webhook_concurrency: concurrency, webhook_keep_alive_ms: keepAliveMs, worker_processes: [1, scaled] });
+  const report = new BenchReport('webhooks', options.smoke, {
+    events: count,
+    runs,
+    webhook_concurrency: concurrency,
+    webhook_keep_alive_ms: keepAliveMs,
+    worker_processes: [1, scaled],
+  });
   Object.assign(report.versions, services.versions);
   say(`webhooks: ${count} events, ${runs} runs, 1 then ${scaled} worker processes`);
   const context = openResources(services.config, createLogger('warn'), 'dev');
@@ -57,16 +63,42 @@ benchMain(async (options) => {
       const floor = (1000 * count) / floorMs;
       const cpu = (s: Delivered) =>
         `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;
-      say(`  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s`);
+      say(
+        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s`,
+      );
       return { one, many, floor };
     });
     const floor = { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) };
     const target = { text: '≥ 1,500/s', met: (v: number) => v >= 1500 };
-    report.add({ id: 'deliveries_per_s', label: `${count} webhook deliveries, 1 worker process`, unit: '/s', runs: samples.map((s) => s.one.rate), floor, target });
-    report.add({ id: 'deliveries_per_s_scaled', label: `${count} webhook deliveries, ${scaled} worker processes`, unit: '/s', runs: samples.map((s) => s.many.rate), floor, target });
-    report.add({ id: 'share_of_floor', label: 'deliveries / plain POSTs, 1 process', unit: '%', runs: samples.map((s) => (100 * s.one.rate) / s.floor) });
+    report.add({
+      id: 'deliveries_per_s',
+      label: `${count} webhook deliveries, 1 worker process`,
+      unit: '/s',
+      runs: samples.map((s) => s.one.rate),
+      floor,
+      target,
+    });
+    report.add({
+      id: 'deliveries_per_s_scaled',
+      label: `${count} webhook deliveries, ${scaled} worker processes`,
+      unit: '/s',
+      runs: samples.map((s) => s.many.rate),
+      floor,
+      target,
+    });
+    report.add({
+      id: 'share_of_floor',
+      label: 'deliveries / plain POSTs, 1 process',
+      unit: '%',
+      runs: samples.map((s) => (100 * s.one.rate) / s.floor),
+    });
     const perDelivery = (part: keyof Delivered['cpuMs'], label: string) =>
-      report.add({ id: `${part}_cpu_ms`, label: `${label} CPU per delivery, 1 worker process`, unit: 'ms', runs: samples.map((s) => s.one.cpuMs[part]) });
+      report.add({
+        id: `${part}_cpu_ms`,
+        label: `${label} CPU per delivery, 1 worker process`,
+        unit: 'ms',
+        runs: samples.map((s) => s.one.cpuMs[part]),
+      });
     perDelivery('worker', 'worker');
     perDelivery('postgres', 'PostgreSQL');
     perDelivery('redis', 'Redis (whole server)');
@@ -128,17 +160,30 @@ async function deliverEvents(
 ): Promise<Delivered> {
   const deliveries = await recordEvents(app, organizationId, key, receiver.url, count);
   const workerPids = workers.map((w) => w.pid);
-  const before = { worker: cpuMs(workerPids), receiver: cpuMs([receiver.pid]), postgres: cpuMs(await postgresBackends(app)), redis: await redisCpuMs(app) };
+  const before = {
+    worker: cpuMs(workerPids),
+    receiver: cpuMs([receiver.pid]),
+    postgres: cpuMs(await postgresBackends(app)),
+    redis: await redisCpuMs(app),
+  };
   const started = process.hrtime.bigint();
   const arrived = receiver.waitFor(count);
   for (let i = 0; i < deliveries.length; i += 1000) {
-    await app.queues.webhooks.addBulk(deliveries.slice(i, i + 1000).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(app.config.webhooks.retrySchedule, id) })));
+    await app.queues.webhooks.addBulk(
+      deliveries
+        .slice(i, i + 1000)
+        .map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(app.config.webhooks.retrySchedule, id) })),
+    );
   }
   const lastBody = await arrived;
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   // each attempt is recorded just after its answer: the last few commit a moment after the receiver saw them
   for (let waited = 0; ; waited += 50) {
-    const [row] = await app.db('webhook_deliveries').whereIn('id', deliveries).where({ status: 'delivered' }).count<{ count: string }[]>('* as count');
+    const [row] = await app
+      .db('webhook_deliveries')
+      .whereIn('id', deliveries)
+      .where({ status: 'delivered' })
+      .count<{ count: string }[]>('* as count');
     if (Number(row!.count) === count) break;
     if (waited > 10_000) throw new Error(`${count - Number(row!.count)} deliveries not recorded as delivered`);
     await new Promise((r) => setTimeout(r, 50));
@@ -215,6 +260,9 @@ async function recordEvents(app: Resources, organizationId: string, key: TestKey
      FROM unnest(?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS e(id, tx, sealed, n)`,
     [organizationId, key.id, organizationId, key.id, events, transactions, sealed],
   );
-  await db.raw(`INSERT INTO webhook_deliveries (id, event_id, api_key_id, url) SELECT d, e, ?, ? FROM unnest(?::uuid[], ?::uuid[]) AS x(d, e)`, [key.id, url, deliveries, events]);
+  await db.raw(
+    `INSERT INTO webhook_deliveries (id, event_id, api_key_id, url) SELECT d, e, ?, ? FROM unnest(?::uuid[], ?::uuid[]) AS x(d, e)`,
+    [key.id, url, deliveries, events],
+  );
   return deliveries;
 }

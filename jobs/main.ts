@@ -22,16 +22,28 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
   // its chance (a node merely still connecting is not reported), and say when it is reached
   for (const { network } of context.hasChains ? context.chains.networks : []) {
     const reached = context.chains.whenReady(network);
-    void Promise.race([reached.then(() => true), new Promise<false>((resolve) => setTimeout(resolve, NODE_GRACE_MS, false).unref())]).then((ready) => {
-      if (ready) return;
-      context.log.warn({ network }, `not ready: the ${network} node is unreachable; waiting for it`);
-      void reached.then(() => context.log.info({ network }, `the ${network} node is reachable: ready`), () => undefined);
-    }, () => undefined);
+    void Promise.race([reached.then(() => true), new Promise<false>((resolve) => setTimeout(resolve, NODE_GRACE_MS, false).unref())]).then(
+      (ready) => {
+        if (ready) return;
+        context.log.warn({ network }, `not ready: the ${network} node is unreachable; waiting for it`);
+        void reached.then(
+          () => context.log.info({ network }, `the ${network} node is reachable: ready`),
+          () => undefined,
+        );
+      },
+      () => undefined,
+    );
   }
   if (queues.includes('maintenance')) {
     await scheduleMaintenance(context);
     // Redis may come back empty (a restart without persistence, a flush): put the schedules back each time.
-    context.redis.on('ready', () => void scheduleMaintenance(context).catch((err: Error) => context.log.warn({ err: { message: err.message } }, 'could not schedule maintenance')));
+    context.redis.on(
+      'ready',
+      () =>
+        void scheduleMaintenance(context).catch((err: Error) =>
+          context.log.warn({ err: { message: err.message } }, 'could not schedule maintenance'),
+        ),
+    );
   }
   return {
     queues,
@@ -45,19 +57,25 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
 if (require.main === module) {
   const config = loadConfigOrExit();
   const log = createLogger(config.log.level);
-  startJobs(config, log).then((jobs) => {
-    log.info({ queues: jobs.queues }, 'worker started');
-    let stopping = false;
-    const shutdown = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'worker shutting down: finishing active jobs');
-      jobs.stop().then(() => process.exit(0), () => process.exit(1));
-    };
-    process.on('SIGTERM', shutdown);
-    process.on('SIGINT', shutdown);
-  }, (err) => {
-    log.fatal({ err }, 'worker failed to start');
-    process.exit(1);
-  });
+  startJobs(config, log).then(
+    (jobs) => {
+      log.info({ queues: jobs.queues }, 'worker started');
+      let stopping = false;
+      const shutdown = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ signal }, 'worker shutting down: finishing active jobs');
+        jobs.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.on('SIGTERM', shutdown);
+      process.on('SIGINT', shutdown);
+    },
+    (err) => {
+      log.fatal({ err }, 'worker failed to start');
+      process.exit(1);
+    },
+  );
 }

@@ -61,7 +61,9 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       settings: { backoffStrategy: scheduleBackoff(ctx.config.webhooks.retrySchedule) },
     });
     const log = ctx.log.child({ queue: name });
-    worker.on('failed', (job, err) => log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'));
+    worker.on('failed', (job, err) =>
+      log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'),
+    );
     worker.on('error', (err) => log.error({ err: { message: err.message } }, 'worker error'));
     return worker;
   });
@@ -76,7 +78,14 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       const outcome = await Promise.race([drained, expired]);
       clearTimeout(timer);
       await Promise.all(workers.map((w) => w.close(outcome === 'expired')));
-      await Promise.all(connections.map((c) => c.quit().catch(() => undefined).finally(() => c.disconnect())));
+      await Promise.all(
+        connections.map((c) =>
+          c
+            .quit()
+            .catch(() => undefined)
+            .finally(() => c.disconnect()),
+        ),
+      );
     },
   };
 }

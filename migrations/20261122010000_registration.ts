@@ -124,7 +124,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.index(['status', 'updated_at']);
   });
-  await knex.raw(`ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status_check CHECK (status IN ('pending', 'delivered', 'dead'))`);
+  await knex.raw(
+    `ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status_check CHECK (status IN ('pending', 'delivered', 'dead'))`,
+  );
 
   await knex.schema.createTable('webhook_attempts', (t) => {
     t.bigIncrements('id').primary();
@@ -141,5 +143,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('DROP TABLE IF EXISTS webhook_attempts, webhook_deliveries, events, work_versions, works, relayer_nonces, ats_counters, transactions CASCADE');
+  await knex.raw(
+    'DROP TABLE IF EXISTS webhook_attempts, webhook_deliveries, events, work_versions, works, relayer_nonces, ats_counters, transactions CASCADE',
+  );
 }

@@ -28,7 +28,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE chain_submissions
     ADD CONSTRAINT chain_submissions_status_check CHECK (status IN ('signed', 'in_block', 'finalized', 'expired', 'rejected'))`);
   // A nonce carries one live extrinsic; an abandoned one (expired, rejected) hands its nonce back.
-  await knex.raw(`CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status NOT IN ('expired', 'rejected')`);
+  await knex.raw(
+    `CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status NOT IN ('expired', 'rejected')`,
+  );
 
   await knex.schema.alterTable('transactions', (t) => {
     t.text('call_hex');

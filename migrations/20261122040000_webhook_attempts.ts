@@ -25,7 +25,9 @@ export async function up(knex: Knex): Promise<void> {
     for (const column of ['event_id', 'event', 'transaction_id', 'api_key_id', 'url', 'outcome']) t.dropNullable(column);
     t.index(['transaction_id']);
   });
-  await knex.raw(`ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_outcome_check CHECK (outcome IN ('delivered', 'retry', 'dead'))`);
+  await knex.raw(
+    `ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_outcome_check CHECK (outcome IN ('delivered', 'retry', 'dead'))`,
+  );
 
   await knex.schema.alterTable('webhook_deliveries', (t) => {
     t.text('current_job_id');

@@ -35,7 +35,9 @@ export async function down(knex: Knex): Promise<void> {
     t.dropColumn('owner_nonce');
   });
   await knex.raw('DROP INDEX chain_submissions_live_nonce');
-  await knex.raw(`CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status NOT IN ('expired', 'rejected')`);
+  await knex.raw(
+    `CREATE UNIQUE INDEX chain_submissions_live_nonce ON chain_submissions (network, relayer, nonce) WHERE status NOT IN ('expired', 'rejected')`,
+  );
   await knex.schema.alterTable('chain_submissions', (t) => {
     t.dropColumn('genesis_hash');
   });

@@ -57,7 +57,7 @@ export class Coalescer<In, Out> {
     if (!key) return this.waiting.splice(0, maxBatch);
     const batch: Waiting<In, Out>[] = [];
     const keys = new Set<string>();
-    for (let i = 0; i < this.waiting.length && batch.length < maxBatch; ) {
+    for (let i = 0; i < this.waiting.length && batch.length < maxBatch;) {
       const k = key(this.waiting[i]!.item);
       if (keys.has(k)) {
         i += 1;

@@ -209,7 +209,11 @@ export function loadConfig(env: Env = process.env): Config {
       devKeyFile: read.optional('DEV_IDP_KEY_FILE'),
       maxTokenAgeSeconds: read.int('ADMIN_TOKEN_MAX_AGE', 3600, 60, 86400),
     },
-    workers: { queues: read.subset('WORKER_QUEUES', QUEUE_NAMES), concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000), lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000) },
+    workers: {
+      queues: read.subset('WORKER_QUEUES', QUEUE_NAMES),
+      concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000),
+      lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000),
+    },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
     ttl: {
       uploadSeconds: read.int('UPLOAD_TTL_SECONDS', 600, 1, 600),
@@ -240,7 +244,10 @@ export function loadConfig(env: Env = process.env): Config {
     chainBatchMax: read.int('CHAIN_BATCH_MAX', 1000, 1, 10_000),
     chainGiveUpAfterSeconds: read.int('CHAIN_GIVE_UP_AFTER', 3600, 1, 7 * 86400),
     chainForgetOnNewGenesis: read.bool('CHAIN_FORGET_ON_NEW_GENESIS', false),
-    reconcile: { everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000), idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400) },
+    reconcile: {
+      everyMs: read.int('RECONCILE_EVERY_MS', 30_000, 1000, 3_600_000),
+      idleSeconds: read.int('RECONCILE_IDLE_SECONDS', 120, 1, 86400),
+    },
     live: {
       maxSocketsPerOrg: read.int('WS_MAX_SOCKETS_PER_ORG', 1000, 1, 1_000_000),
       heartbeatSeconds: read.int('WS_HEARTBEAT_SECONDS', 30, 1, 3600),
@@ -251,9 +258,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');
   if (nodeEnv === 'production' && !config.operators.credential && config.operators.orgIds.length === 0) {
-    problems.push('operators must be configured in production: OPERATOR_CREDENTIAL, or OPERATOR_ORG_IDS (the identity provider organizations whose operator-role tokens are operators)');
+    problems.push(
+      'operators must be configured in production: OPERATOR_CREDENTIAL, or OPERATOR_ORG_IDS (the identity provider organizations whose operator-role tokens are operators)',
+    );
   }
-  if (config.chainForgetOnNewGenesis && nodeEnv === 'production') problems.push('CHAIN_FORGET_ON_NEW_GENESIS must not be set in production');
+  if (config.chainForgetOnNewGenesis && nodeEnv === 'production')
+    problems.push('CHAIN_FORGET_ON_NEW_GENESIS must not be set in production');
 
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze(config);
@@ -267,7 +277,8 @@ function operatorCredential(read: EnvReader, nodeEnv: Config['env'], problems: s
   const username = colon > 0 ? raw.slice(0, colon) : '';
   const password = colon > 0 ? raw.slice(colon + 1) : '';
   if (!username || !password) problems.push('OPERATOR_CREDENTIAL must be user:password');
-  else if (nodeEnv === 'production' && password.length < 16) problems.push('OPERATOR_CREDENTIAL password must be at least 16 characters in production');
+  else if (nodeEnv === 'production' && password.length < 16)
+    problems.push('OPERATOR_CREDENTIAL password must be at least 16 characters in production');
   return { username, password };
 }
 

@@ -10,7 +10,10 @@ export class ConfigError extends Error {
 }
 
 export class EnvReader {
-  constructor(private readonly env: Env, private readonly problems: string[]) {}
+  constructor(
+    private readonly env: Env,
+    private readonly problems: string[],
+  ) {}
 
   optional(name: string): string | undefined {
     const value = this.env[name];
@@ -46,7 +49,10 @@ export class EnvReader {
   }
 
   list(name: string): string[] {
-    return (this.optional(name) ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+    return (this.optional(name) ?? '')
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean);
   }
 
   /** A comma-separated subset of `known`; every known name when unset or empty. */

@@ -41,7 +41,19 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 }
 
 /** Query parameters whose values are never secret: the only ones a logged URL keeps. */
-const LOGGED_PARAMETERS = new Set(['network', 'first', 'after', 'version', 'external_user_ref', 'activeQueue', 'status', 'page', 'jobsPerPage', 'EIO', 'transport']);
+const LOGGED_PARAMETERS = new Set([
+  'network',
+  'first',
+  'after',
+  'version',
+  'external_user_ref',
+  'activeQueue',
+  'status',
+  'page',
+  'jobsPerPage',
+  'EIO',
+  'transport',
+]);
 
 /**
  * A URL as it may be logged: the value of every query parameter not known to be harmless is replaced, so a

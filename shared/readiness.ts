@@ -11,7 +11,12 @@ export interface ReadinessReport {
 const TIMEOUT_MS = 3000;
 
 /** Probes every dependency in parallel, each bounded, and names what failed. */
-export async function checkReadiness(ctx: { readonly db: Knex; readonly redis: Redis; readonly storage: Storage; readonly chains: ChainConnections }): Promise<ReadinessReport> {
+export async function checkReadiness(ctx: {
+  readonly db: Knex;
+  readonly redis: Redis;
+  readonly storage: Storage;
+  readonly chains: ChainConnections;
+}): Promise<ReadinessReport> {
   const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
     postgres: async () => void (await ctx.db.raw('select 1')),
     redis: async () => void (await ctx.redis.ping()),
@@ -40,7 +45,7 @@ export async function checkReadiness(ctx: { readonly db: Knex; readonly redis: R
 
 function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() =>
-    clearTimeout(timer),
+  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(
+    () => clearTimeout(timer),
   );
 }

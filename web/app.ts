@@ -30,7 +30,12 @@ export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   koa.use(metrics.middleware);
   koa.use(errors(app.log));
   // frames denied outright (X-Frame-Options: DENY, and the CSP's frame-ancestors 'none')
-  koa.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, xFrameOptions: { action: 'deny' } }));
+  koa.use(
+    helmet({
+      contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+      xFrameOptions: { action: 'deny' },
+    }),
+  );
   koa.use(async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');
     await next();
@@ -42,7 +47,11 @@ export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   const includeDev = Boolean(app.config.identity.devKeyFile);
   const router = new Router();
   const openApiJson = JSON.stringify(buildOpenApiDocument({ includeDev }));
-  mount(router, ROUTES.filter((route) => includeDev || !route.devOnly), { app, verifyAdmin, metrics, openApiJson });
+  mount(
+    router,
+    ROUTES.filter((route) => includeDev || !route.devOnly),
+    { app, verifyAdmin, metrics, openApiJson },
+  );
   koa.use(router.routes()).use(router.allowedMethods());
   return koa;
 }

@@ -48,16 +48,22 @@ export async function startWeb(config: Config, log: Logger): Promise<RunningWeb>
 if (require.main === module) {
   const config = loadConfigOrExit();
   const log = createLogger(config.log.level);
-  startWeb(config, log).then((web) => {
-    log.info({ url: web.url }, 'web listening');
-    const shutdown = (signal: string) => {
-      log.info({ signal }, 'web shutting down');
-      web.stop().then(() => process.exit(0), () => process.exit(1));
-    };
-    process.once('SIGTERM', shutdown);
-    process.once('SIGINT', shutdown);
-  }, (err) => {
-    log.fatal({ err }, 'web failed to start');
-    process.exit(1);
-  });
+  startWeb(config, log).then(
+    (web) => {
+      log.info({ url: web.url }, 'web listening');
+      const shutdown = (signal: string) => {
+        log.info({ signal }, 'web shutting down');
+        web.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGTERM', shutdown);
+      process.once('SIGINT', shutdown);
+    },
+    (err) => {
+      log.fatal({ err }, 'web failed to start');
+      process.exit(1);
+    },
+  );
 }

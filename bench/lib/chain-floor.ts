@@ -29,7 +29,11 @@ export async function chainCapacity(app: Resources, network: Network, callHex: s
     return { ...weight(info.weight.toJSON()), length: tx.encodedLength };
   };
   const [one, many] = [await weigh(1), await weigh(11)];
-  const perCall = { refTime: (many.refTime - one.refTime) / 10, proofSize: (many.proofSize - one.proofSize) / 10, length: (many.length - one.length) / 10 };
+  const perCall = {
+    refTime: (many.refTime - one.refTime) / 10,
+    proofSize: (many.proofSize - one.proofSize) / 10,
+    length: (many.length - one.length) / 10,
+  };
   const weights = api.consts.system.blockWeights;
   const normal = weights.perClass.normal;
   const maxTotal = weight((normal.maxTotal.isSome ? normal.maxTotal.unwrap() : weights.maxBlock).toJSON());
@@ -40,7 +44,8 @@ export async function chainCapacity(app: Resources, network: Network, callHex: s
   };
   const fits = {
     ref_time: perCall.refTime > 0 ? Math.floor((block.refTime - one.refTime) / perCall.refTime) + 1 : Infinity,
-    proof_size: perCall.proofSize > 0 && block.proofSize > 0 ? Math.floor((block.proofSize - one.proofSize) / perCall.proofSize) + 1 : Infinity,
+    proof_size:
+      perCall.proofSize > 0 && block.proofSize > 0 ? Math.floor((block.proofSize - one.proofSize) / perCall.proofSize) + 1 : Infinity,
     length: Math.floor((block.length - one.length) / perCall.length) + 1,
   };
   const boundBy = (Object.keys(fits) as (keyof typeof fits)[]).reduce((a, b) => (fits[a] <= fits[b] ? a : b));

@@ -11,10 +11,14 @@ process.on('message', async (m: { url: string; count: number; concurrency: numbe
   let next = 0;
   const post = () =>
     new Promise<void>((resolve, reject) => {
-      const req = http.request(m.url, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(m.body) } }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
+      const req = http.request(
+        m.url,
+        { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(m.body) } },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+        },
+      );
       req.on('error', reject);
       req.end(m.body);
     });

@@ -21,7 +21,8 @@ export interface WebProcess {
  * Node flags that write CPU profiles of the process into `dir/name` when it exits (one file per thread: the
  * largest is the main thread's).
  */
-export const cpuProfileFlags = (dir: string | undefined, name: string): string[] => (dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : []);
+export const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
+  dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : [];
 
 /** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
 export async function startWebProcess(env: Env, options: { profileDir?: string } = {}): Promise<WebProcess> {
@@ -78,10 +79,19 @@ export interface WorkerProcess {
  * A `worker` process as the Procfile runs it (the test harness's spawnWorker), for the named queues; resolves
  * once each queue has the process's worker connected. Its memory is read from /proc.
  */
-export async function startWorkerProcess(env: Env, config: Config, queues: QueueName[], options: { profileDir?: string } = {}): Promise<WorkerProcess> {
-  const worker = spawnWorker({ ...env, WORKER_QUEUES: queues.join(',') }, cpuProfileFlags(options.profileDir, queues.length > 1 ? 'worker' : `worker-${queues[0]}`));
+export async function startWorkerProcess(
+  env: Env,
+  config: Config,
+  queues: QueueName[],
+  options: { profileDir?: string } = {},
+): Promise<WorkerProcess> {
+  const worker = spawnWorker(
+    { ...env, WORKER_QUEUES: queues.join(',') },
+    cpuProfileFlags(options.profileDir, queues.length > 1 ? 'worker' : `worker-${queues[0]}`),
+  );
   await waitForWorkers(config, queues, () => worker.exited);
-  const status = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
+  const status = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
   return {
     pid: worker.pid,
     rss: () => status('VmRSS'),
@@ -95,7 +105,12 @@ export async function startWorkerProcess(env: Env, config: Config, queues: Queue
 }
 
 /** Waits until every named queue has a worker connected (BullMQ's worker list), or the process ends. */
-export async function waitForWorkers(config: Config, queues: QueueName[], exited: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
+export async function waitForWorkers(
+  config: Config,
+  queues: QueueName[],
+  exited: () => Promise<unknown>,
+  timeoutMs = 60_000,
+): Promise<void> {
   const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   const handles = queues.map((name) => new Queue(name, { connection, prefix: bullPrefix(config.redis.prefix) }));
   let ended = false;

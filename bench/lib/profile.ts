@@ -36,7 +36,10 @@ function main(): void {
   for (const [id, us] of self) {
     const n = byId.get(id)!;
     selfByName.set(name(n), (selfByName.get(name(n)) ?? 0) + us);
-    byPackage.set(packageOf(n.callFrame.url, n.callFrame.functionName), (byPackage.get(packageOf(n.callFrame.url, n.callFrame.functionName)) ?? 0) + us);
+    byPackage.set(
+      packageOf(n.callFrame.url, n.callFrame.functionName),
+      (byPackage.get(packageOf(n.callFrame.url, n.callFrame.functionName)) ?? 0) + us,
+    );
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const key = name(byId.get(cur)!);
@@ -47,7 +50,8 @@ function main(): void {
   }
   const print = (title: string, map: Map<string, number>) => {
     process.stdout.write(`\n${title}\n`);
-    for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(6)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}\n`);
+    for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top))
+      process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(6)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}\n`);
   };
   process.stdout.write(`${file}: ${(total / 1e6).toFixed(1)} s sampled\n`);
   print('self time by package', byPackage);

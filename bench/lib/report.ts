@@ -27,7 +27,9 @@ export interface FigureInput {
 
 export function figure(input: FigureInput): Figure {
   const value = round(median(input.runs));
-  const floor = input.floor ? { label: input.floor.label, value: round(median(input.floor.runs)), runs: input.floor.runs.map((r) => round(r)) } : undefined;
+  const floor = input.floor
+    ? { label: input.floor.label, value: round(median(input.floor.runs)), runs: input.floor.runs.map((r) => round(r)) }
+    : undefined;
   return {
     id: input.id,
     label: input.label,
@@ -158,7 +160,11 @@ export function renderTable(results: readonly BenchResult[]): string {
     }
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
-  const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, c) => cell.padEnd(widths[c]!))
+      .join('  ')
+      .trimEnd();
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 

@@ -9,7 +9,8 @@ import { createStorage } from '../../shared/storage/s3';
  * the same client (no HEAD, no hashing), its bytes read and dropped. Answers { ms, bytes, peakRssIncrease }.
  */
 const storage = createStorage(loadConfig(processEnv()).s3);
-const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) * 1024;
+const kb = (field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) * 1024;
 
 process.on('message', async (message: { key: string }) => {
   global.gc?.();

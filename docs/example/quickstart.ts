@@ -16,7 +16,11 @@ const show = (text: string) => process.stdout.write(`   ${text}\n`);
 
 /** The operator CLI, as an operator runs it; one JSON object on stdout. */
 function admin(...args: string[]): any {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return JSON.parse(out);
 }
 
@@ -77,7 +81,9 @@ async function receiver(): Promise<{ url: string; next(): Promise<{ headers: htt
 
 /** Contract §7: v1 = HMAC-SHA256(base64-decoded secret, `${t}.${raw body}`), t within 300 s. */
 function verify(secret: string, headers: http.IncomingHttpHeaders, raw: string): boolean {
-  const [t, v1] = String(headers['x-service-signature']).split(',').map((part) => part.split('=')[1]!);
+  const [t, v1] = String(headers['x-service-signature'])
+    .split(',')
+    .map((part) => part.split('=')[1]!);
   if (Math.abs(Date.now() / 1000 - Number(t)) > 300) return false;
   const expected = createHmac('sha256', Buffer.from(secret, 'base64')).update(`${t}.${raw}`).digest();
   const given = Buffer.from(v1!, 'hex');
@@ -86,7 +92,9 @@ function verify(secret: string, headers: http.IncomingHttpHeaders, raw: string):
 
 async function main(): Promise<void> {
   process.stdout.write(`works-api example against ${BASE}\n`);
-  const ready = await fetch(`${BASE}/readyz`).then((r) => r.json() as Promise<{ status: string }>).catch(() => undefined);
+  const ready = await fetch(`${BASE}/readyz`)
+    .then((r) => r.json() as Promise<{ status: string }>)
+    .catch(() => undefined);
   if (ready?.status !== 'ready') throw new Error(`the service at ${BASE} is not ready: start it with \`npm run dev\` first`);
 
   step(1, 'An organization with 10,000 credits (operator CLI)');
@@ -96,7 +104,11 @@ async function main(): Promise<void> {
   step(2, 'An API key, created by the organization’s administrator (admin JWT from the development identity provider)');
   const { token: adminJwt } = admin('idp', 'token', '--org', org.organization_id);
   const hooks = await receiver();
-  const key = await api('POST', `/v1/organizations/${org.organization_id}/api-keys`, adminJwt, { name: 'example', scopes: ['works:register', 'works:update', 'works:read'], webhook_url: hooks.url });
+  const key = await api('POST', `/v1/organizations/${org.organization_id}/api-keys`, adminJwt, {
+    name: 'example',
+    scopes: ['works:register', 'works:update', 'works:read'],
+    webhook_url: hooks.url,
+  });
   show(`key ${key.prefix}…, webhooks to ${hooks.url}`);
 
   step(3, 'Register a work: init, PUT the audio, prepare (the quote), confirm');
@@ -117,7 +129,9 @@ async function main(): Promise<void> {
   step(4, 'Wait for the signed webhook and verify it');
   const registered = await hooks.next();
   const event = JSON.parse(registered.raw);
-  show(`${registered.headers['x-service-event']}: ats_id ${event.ats_id}, block ${event.block_number}, signature ${verify(key.webhook_secret, registered.headers, registered.raw) ? 'valid' : 'INVALID'}`);
+  show(
+    `${registered.headers['x-service-event']}: ats_id ${event.ats_id}, block ${event.block_number}, signature ${verify(key.webhook_secret, registered.headers, registered.raw) ? 'valid' : 'INVALID'}`,
+  );
   show(`explorer: ${event.explorer_url}`);
 
   step(5, 'Add a version: new creators, same audio (metadata only)');
@@ -132,7 +146,9 @@ async function main(): Promise<void> {
   await api('POST', `/v1/works/${event.ats_id}/versions/confirm`, key.token, { job_id: v.job_id });
   const updated = await hooks.next();
   const updatedEvent = JSON.parse(updated.raw);
-  show(`${updated.headers['x-service-event']}: version ${updatedEvent.version} (${vquote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`);
+  show(
+    `${updated.headers['x-service-event']}: version ${updatedEvent.version} (${vquote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`,
+  );
 
   step(6, 'List the organization’s works');
   const listing = await api('GET', '/v1/works?network=testnet&first=5', key.token);

@@ -15,15 +15,18 @@ const PRUNE_EVERY_MS = 3600_000;
 const SWEEP_UPLOADS_EVERY_MS = 600_000;
 
 /** Repeatable housekeeping (scheduled by the worker entry point). */
-export const maintenanceProcessor = (app: Resources): Processor => async (job) => {
-  if (job.name === RECONCILE_JOB) {
-    const idle = { idleSeconds: app.config.reconcile.idleSeconds };
-    return { requeued: (await reconcileTransactions(app, idle)).length, deliveries: (await reconcileDeliveries(app, idle)).length };
-  }
-  if (job.name === PRUNE_WEBHOOK_ATTEMPTS_JOB) return { deleted: await pruneWebhookAttempts(app.db, app.config.webhooks.attemptRetentionDays) };
-  if (job.name === SWEEP_UPLOADS_JOB) return { deleted: await sweepUploads(app) };
-  throw new Error(`unknown maintenance job ${job.name}`);
-};
+export const maintenanceProcessor =
+  (app: Resources): Processor =>
+  async (job) => {
+    if (job.name === RECONCILE_JOB) {
+      const idle = { idleSeconds: app.config.reconcile.idleSeconds };
+      return { requeued: (await reconcileTransactions(app, idle)).length, deliveries: (await reconcileDeliveries(app, idle)).length };
+    }
+    if (job.name === PRUNE_WEBHOOK_ATTEMPTS_JOB)
+      return { deleted: await pruneWebhookAttempts(app.db, app.config.webhooks.attemptRetentionDays) };
+    if (job.name === SWEEP_UPLOADS_JOB) return { deleted: await sweepUploads(app) };
+    throw new Error(`unknown maintenance job ${job.name}`);
+  };
 
 /** Schedules the housekeeping once per deployment (BullMQ keeps one schedule per id, however many workers call it). */
 export async function scheduleMaintenance(app: Resources): Promise<void> {

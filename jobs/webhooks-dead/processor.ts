@@ -9,14 +9,18 @@ import { deadReason, reviveDeadDelivery } from '../../shared/webhooks/dead-lette
  * schedule) and completes, which removes the dead letter. Either run does nothing once the delivery is no
  * longer dead (retried through the CLI meanwhile).
  */
-export const webhooksDeadProcessor = (app: Resources): Processor<JobData['webhooks-dead']> => async (job) => {
-  const deliveryId = job.data.deliveryId;
-  if (!job.data.parked) {
-    const reason = await deadReason(app.db, deliveryId);
-    if (!reason) return { skipped: 'the delivery is not dead' };
-    await job.updateData({ ...job.data, parked: true });
-    throw new UnrecoverableError(reason);
-  }
-  const jobId = await reviveDeadDelivery({ db: app.db, queues: app.queues, webhooks: app.config.webhooks }, deliveryId, { keepDeadLetter: true });
-  return jobId ? { requeued_as: jobId } : { skipped: 'the delivery is not dead' };
-};
+export const webhooksDeadProcessor =
+  (app: Resources): Processor<JobData['webhooks-dead']> =>
+  async (job) => {
+    const deliveryId = job.data.deliveryId;
+    if (!job.data.parked) {
+      const reason = await deadReason(app.db, deliveryId);
+      if (!reason) return { skipped: 'the delivery is not dead' };
+      await job.updateData({ ...job.data, parked: true });
+      throw new UnrecoverableError(reason);
+    }
+    const jobId = await reviveDeadDelivery({ db: app.db, queues: app.queues, webhooks: app.config.webhooks }, deliveryId, {
+      keepDeadLetter: true,
+    });
+    return jobId ? { requeued_as: jobId } : { skipped: 'the delivery is not dead' };
+  };

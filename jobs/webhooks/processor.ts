@@ -35,15 +35,23 @@ async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'
   const current = delivery.currentJobId ?? delivery.id;
   if (job.id !== current) return { skipped: `superseded by job ${current}` };
 
-  const decision = await attemptDelivery(app, delivery, {
-    retryIndex: job.attemptsMade,
-    final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-  }, using);
+  const decision = await attemptDelivery(
+    app,
+    delivery,
+    {
+      retryIndex: job.attemptsMade,
+      final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+    },
+    using,
+  );
   switch (decision.kind) {
     case 'delivered':
       return { delivered: true, attempt: decision.attempt, status_code: decision.statusCode };
     case 'retry':
-      throw new RetryDelivery(`attempt ${decision.attempt} failed (${decision.reason}); next in ${decision.delayMs / 1000} s`, decision.delayMs);
+      throw new RetryDelivery(
+        `attempt ${decision.attempt} failed (${decision.reason}); next in ${decision.delayMs / 1000} s`,
+        decision.delayMs,
+      );
     case 'dead': {
       // Never let this job run again on its own: a rerun of a dead delivery's job counts as an operator's retry.
       const parked = await enqueueDeadLetter(app.queues, deliveryId).then(

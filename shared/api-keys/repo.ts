@@ -47,7 +47,10 @@ export async function insertApiKey(db: Knex, row: NewApiKeyRow): Promise<ApiKey>
 }
 
 export async function listApiKeys(db: Knex, organizationId: string): Promise<ApiKey[]> {
-  const rows = await db('api_keys').where({ organization_id: organizationId }).orderBy([{ column: 'created_at', order: 'desc' }, 'id']).select(COLUMNS);
+  const rows = await db('api_keys')
+    .where({ organization_id: organizationId })
+    .orderBy([{ column: 'created_at', order: 'desc' }, 'id'])
+    .select(COLUMNS);
   return rows.map(toApiKey);
 }
 

@@ -34,7 +34,8 @@ export const webhookSecretAad = (apiKeyId: string) => `webhook-secret:${apiKeyId
 
 export async function createApiKey(deps: ApiKeyDeps, organizationId: string, input: CreateApiKeyInput): Promise<CreatedApiKey> {
   const webhookUrl = input.webhookUrl ?? null;
-  if (webhookUrl !== null) await assertWebhookUrl(webhookUrl, { allowHttp: deps.allowHttpWebhooks, allowPrivate: deps.allowPrivateWebhooks });
+  if (webhookUrl !== null)
+    await assertWebhookUrl(webhookUrl, { allowHttp: deps.allowHttpWebhooks, allowPrivate: deps.allowPrivateWebhooks });
   const token = generateToken();
   const secret = randomBytes(32);
   const key = await repo.insertApiKey(deps.db, {

@@ -15,8 +15,16 @@ export function drawFrame(doc: Doc): void {
   const { width, height } = doc.page;
   doc.save();
   doc.rect(0, 0, width, height).fill(COLORS.paper);
-  doc.lineWidth(2).strokeColor(COLORS.gold).rect(20, 20, width - 40, height - 40).stroke();
-  doc.lineWidth(0.6).strokeColor(COLORS.ink).rect(27, 27, width - 54, height - 54).stroke();
+  doc
+    .lineWidth(2)
+    .strokeColor(COLORS.gold)
+    .rect(20, 20, width - 40, height - 40)
+    .stroke();
+  doc
+    .lineWidth(0.6)
+    .strokeColor(COLORS.ink)
+    .rect(27, 27, width - 54, height - 54)
+    .stroke();
   for (const [x, y] of [
     [27, 27],
     [width - 27, 27],
@@ -32,8 +40,14 @@ export function drawFrame(doc: Doc): void {
 export function drawRule(doc: Doc, y: number, halfWidth: number): void {
   const cx = doc.page.width / 2;
   doc.save().lineWidth(0.6).strokeColor(COLORS.gold);
-  doc.moveTo(cx - halfWidth, y).lineTo(cx - 8, y).stroke();
-  doc.moveTo(cx + 8, y).lineTo(cx + halfWidth, y).stroke();
+  doc
+    .moveTo(cx - halfWidth, y)
+    .lineTo(cx - 8, y)
+    .stroke();
+  doc
+    .moveTo(cx + 8, y)
+    .lineTo(cx + halfWidth, y)
+    .stroke();
   doc.polygon([cx, y - 3.5], [cx + 3.5, y], [cx, y + 3.5], [cx - 3.5, y]).fill(COLORS.gold);
   doc.restore();
 }
@@ -65,12 +79,23 @@ export function drawSeal(doc: Doc, cx: number, cy: number, r: number, ring: stri
     doc.circle(cx + r * Math.cos(a), cy + r * Math.sin(a), r * 0.11);
   }
   doc.circle(cx, cy, r).fill(COLORS.gold);
-  doc.lineWidth(0.8).strokeColor(COLORS.paper).circle(cx, cy, r * 0.9).stroke();
+  doc
+    .lineWidth(0.8)
+    .strokeColor(COLORS.paper)
+    .circle(cx, cy, r * 0.9)
+    .stroke();
   doc.circle(cx, cy, r * 0.62).fill(COLORS.paper);
-  doc.lineWidth(0.5).strokeColor(COLORS.gold).circle(cx, cy, r * 0.56).stroke();
+  doc
+    .lineWidth(0.5)
+    .strokeColor(COLORS.gold)
+    .circle(cx, cy, r * 0.56)
+    .stroke();
 
   // the ring text, one glyph at a time along the circle, reading clockwise from the top
-  doc.font('serif-bold').fontSize(r * 0.17).fillColor(COLORS.paper);
+  doc
+    .font('serif-bold')
+    .fontSize(r * 0.17)
+    .fillColor(COLORS.paper);
   const radius = r * 0.71;
   const widths = [...ring].map((ch) => doc.widthOfString(ch) + r * 0.012);
   const total = widths.reduce((a, b) => a + b, 0);
@@ -86,7 +111,10 @@ export function drawSeal(doc: Doc, cx: number, cy: number, r: number, ring: stri
     angle += w / radius;
   });
 
-  doc.fillColor(COLORS.ink).font('serif').fontSize(r * 0.2);
+  doc
+    .fillColor(COLORS.ink)
+    .font('serif')
+    .fontSize(r * 0.2);
   doc.text(middle[0], cx - r * 0.55, cy - r * 0.27, { width: r * 1.1, align: 'center', lineBreak: false });
   doc.font('serif-bold').fontSize(r * 0.3);
   doc.text(middle[1], cx - r * 0.55, cy - r * 0.05, { width: r * 1.1, align: 'center', lineBreak: false });

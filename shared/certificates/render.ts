@@ -100,9 +100,21 @@ function newPage(doc: Doc): void {
 }
 
 /** Fixed wording in one font (no partner text: that goes through typeset). */
-function label(doc: Doc, text: string, font: string, size: number, x: number, y: number, options: PDFKit.Mixins.TextOptions & { color?: string } = {}): number {
+function label(
+  doc: Doc,
+  text: string,
+  font: string,
+  size: number,
+  x: number,
+  y: number,
+  options: PDFKit.Mixins.TextOptions & { color?: string } = {},
+): number {
   const { color, ...rest } = options;
-  doc.font(font).fontSize(size).fillColor(color ?? COLORS.ink).text(text, x, y, rest);
+  doc
+    .font(font)
+    .fontSize(size)
+    .fillColor(color ?? COLORS.ink)
+    .text(text, x, y, rest);
   return doc.y;
 }
 
@@ -112,20 +124,53 @@ function note(doc: Doc, text: string, y: number): void {
 
 function sectionTitle(doc: Doc, title: string, y: number): number {
   label(doc, title.toUpperCase(), 'serif-bold', 9, LEFT, y, { width: WIDTH, color: COLORS.gold, characterSpacing: 2 });
-  doc.save().lineWidth(0.5).strokeColor(COLORS.gold).moveTo(LEFT, y + 14).lineTo(LEFT + WIDTH, y + 14).stroke().restore();
+  doc
+    .save()
+    .lineWidth(0.5)
+    .strokeColor(COLORS.gold)
+    .moveTo(LEFT, y + 14)
+    .lineTo(LEFT + WIDTH, y + 14)
+    .stroke()
+    .restore();
   return y + 22;
 }
 
 function header(doc: Doc, data: CertificateData): number {
-  label(doc, 'CERTIFICATE OF REGISTRATION', 'serif-bold', 13, LEFT, 56, { width: WIDTH, align: 'center', color: COLORS.gold, characterSpacing: 4 });
-  label(doc, 'of a musical work, anchored on a public blockchain', 'serif-italic', 12, LEFT, 76, { width: WIDTH, align: 'center', color: COLORS.muted });
+  label(doc, 'CERTIFICATE OF REGISTRATION', 'serif-bold', 13, LEFT, 56, {
+    width: WIDTH,
+    align: 'center',
+    color: COLORS.gold,
+    characterSpacing: 4,
+  });
+  label(doc, 'of a musical work, anchored on a public blockchain', 'serif-italic', 12, LEFT, 76, {
+    width: WIDTH,
+    align: 'center',
+    color: COLORS.muted,
+  });
   drawRule(doc, 100, 150);
 
   // the title as large as fits in two lines, else smaller in three
   let size = 30;
   while (size > 16 && heightOf(doc, data.title, 'serif-bold', { size, width: WIDTH }) > 2 * size * 1.25) size -= 1;
-  let y = typeset(doc, data.title, 'serif-bold', { x: LEFT, y: 114, width: WIDTH, size, align: 'center', maxLines: 3, color: COLORS.ink, leading: 1.18 });
-  y = typeset(doc, `Version ${data.version}  ·  ${data.filename}`, 'serif-italic', { x: LEFT, y: y + 4, width: WIDTH, size: 12.5, align: 'center', maxLines: 2, color: COLORS.muted });
+  let y = typeset(doc, data.title, 'serif-bold', {
+    x: LEFT,
+    y: 114,
+    width: WIDTH,
+    size,
+    align: 'center',
+    maxLines: 3,
+    color: COLORS.ink,
+    leading: 1.18,
+  });
+  y = typeset(doc, `Version ${data.version}  ·  ${data.filename}`, 'serif-italic', {
+    x: LEFT,
+    y: y + 4,
+    width: WIDTH,
+    size: 12.5,
+    align: 'center',
+    maxLines: 2,
+    color: COLORS.muted,
+  });
   const intro =
     `This certifies that version ${data.version} of this work, with its audio and its creators, was fingerprinted and recorded in ` +
     `block ${data.blockNumber.toLocaleString('en-US')} of the ${data.network} chain on ${longDate(data.finalizedAt)}. ` +
@@ -145,14 +190,18 @@ const NOTE = 16;
 
 function measureRows(doc: Doc, creators: readonly Creator[]): Row[] {
   return creators.map((creator, i) => {
-    const roles = Object.entries(creator.roles).filter(([, on]) => on).map(([role]) => ROLE_NAMES[role] ?? role).join(', ');
+    const roles = Object.entries(creator.roles)
+      .filter(([, on]) => on)
+      .map(([role]) => ROLE_NAMES[role] ?? role)
+      .join(', ');
     const cells = [
       { text: `${i + 1}. ${creator.full_name}`, face: 'serif-bold' as const, size: 11 },
       { text: roles, face: 'serif-italic' as const, size: 10.5 },
       { text: creator.ipi ?? '—', face: 'serif' as const, size: 10.5 },
       { text: creator.isni ? isni(creator.isni) : '—', face: 'serif' as const, size: 10.5 },
     ];
-    const height = Math.max(...cells.map((c, j) => heightOf(doc, c.text, c.face, { size: c.size, width: COLUMNS[j]!.width - 8, maxLines: 2 }))) + 7;
+    const height =
+      Math.max(...cells.map((c, j) => heightOf(doc, c.text, c.face, { size: c.size, width: COLUMNS[j]!.width - 8, maxLines: 2 }))) + 7;
     return { n: i + 1, cells, height };
   });
 }
@@ -181,11 +230,25 @@ function creatorsTable(doc: Doc, rows: readonly Row[], top: number): number {
   for (const row of rows) {
     x = LEFT;
     row.cells.forEach((c, i) => {
-      typeset(doc, c.text, c.face, { x, y: y + 4, width: COLUMNS[i]!.width - 8, size: c.size, maxLines: 2, color: i === 1 ? COLORS.muted : COLORS.ink });
+      typeset(doc, c.text, c.face, {
+        x,
+        y: y + 4,
+        width: COLUMNS[i]!.width - 8,
+        size: c.size,
+        maxLines: 2,
+        color: i === 1 ? COLORS.muted : COLORS.ink,
+      });
       x += COLUMNS[i]!.width;
     });
     y += row.height;
-    doc.save().lineWidth(0.3).strokeColor(COLORS.goldLight).moveTo(LEFT, y).lineTo(LEFT + WIDTH, y).stroke().restore();
+    doc
+      .save()
+      .lineWidth(0.3)
+      .strokeColor(COLORS.goldLight)
+      .moveTo(LEFT, y)
+      .lineTo(LEFT + WIDTH, y)
+      .stroke()
+      .restore();
   }
   return y;
 }
@@ -214,7 +277,11 @@ function record(doc: Doc, data: CertificateData, top: number): number {
     ['Transaction hash', data.txHash],
     ['Owner account', data.owner],
   ];
-  doc.save().roundedRect(LEFT - 8, y - 6, WIDTH + 16, hashes.length * 18 + 6, 4).fill(COLORS.panel).restore();
+  doc
+    .save()
+    .roundedRect(LEFT - 8, y - 6, WIDTH + 16, hashes.length * 18 + 6, 4)
+    .fill(COLORS.panel)
+    .restore();
   for (const [name, value] of hashes) {
     label(doc, name, 'serif', 9.5, LEFT, y, { width: 150, color: COLORS.muted });
     label(doc, value, 'mono', 7.6, LEFT + 152, y + 1.4, { width: WIDTH - 152, lineBreak: false });
@@ -243,14 +310,24 @@ function verification(doc: Doc, data: CertificateData, top: number): void {
   const qrX = LEFT + WIDTH - qrSize;
   drawQr(doc, data.explorerUrl, qrX, y0 - 2, qrSize);
   doc.link(qrX, y0 - 2, qrSize, qrSize, data.explorerUrl);
-  label(doc, 'View the transaction', 'serif-italic', 8.5, qrX - 10, y0 + qrSize + 1, { width: qrSize + 20, align: 'center', color: COLORS.muted });
+  label(doc, 'View the transaction', 'serif-italic', 8.5, qrX - 10, y0 + qrSize + 1, {
+    width: qrSize + 20,
+    align: 'center',
+    color: COLORS.muted,
+  });
 }
 
 function footer(doc: Doc, data: CertificateData, page?: string): void {
   drawSeal(doc, LEFT + 40, FOOTER_TOP + 56, 38, 'REGISTERED ON CHAIN · PROTOCOL 1 · ', ['ATS', `#${data.atsId}`]);
   const x = LEFT + 100;
-  label(doc, `Certificate of version ${data.version} of work ${data.workId}`, 'serif', 8.5, x, FOOTER_TOP + 44, { width: WIDTH - 100, color: COLORS.muted });
-  label(doc, `Issued by works-api from the finalized chain record${page ? `  ·  ${page}` : ''}`, 'serif', 8.5, x, FOOTER_TOP + 56, { width: WIDTH - 100, color: COLORS.muted });
+  label(doc, `Certificate of version ${data.version} of work ${data.workId}`, 'serif', 8.5, x, FOOTER_TOP + 44, {
+    width: WIDTH - 100,
+    color: COLORS.muted,
+  });
+  label(doc, `Issued by works-api from the finalized chain record${page ? `  ·  ${page}` : ''}`, 'serif', 8.5, x, FOOTER_TOP + 56, {
+    width: WIDTH - 100,
+    color: COLORS.muted,
+  });
 }
 
 /** ISNI is read in groups of four: 0000 0001 2146 438X. */

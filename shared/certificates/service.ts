@@ -13,7 +13,8 @@ import { renderCertificate } from './render';
  * `certificates` worker once the version is final, or by whoever asks for it first if it is missing.
  * Rendering is deterministic enough to be repeated: two renderings of one version state the same facts.
  */
-export const certificateKey = (work: Pick<WorkRecord, 'organizationId' | 'id'>, version: number) => `certificates/${work.organizationId}/${work.id}/v${version}.pdf`;
+export const certificateKey = (work: Pick<WorkRecord, 'organizationId' | 'id'>, version: number) =>
+  `certificates/${work.organizationId}/${work.id}/v${version}.pdf`;
 
 export interface CertificateDeps {
   readonly db: Knex;

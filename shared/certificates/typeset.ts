@@ -83,7 +83,10 @@ export function typeset(doc: Doc, text: string, face: Face, options: TypesetOpti
     // a shared alphabetic baseline, so Garamond and DejaVu runs sit on one line
     const baseline = y + options.size * 0.95;
     for (const run of runsOf(line, face)) {
-      doc.font(run.font).fontSize(options.size).fillColor(options.color ?? '#000000');
+      doc
+        .font(run.font)
+        .fontSize(options.size)
+        .fillColor(options.color ?? '#000000');
       doc.text(run.text, x, baseline, { lineBreak: false, baseline: 'alphabetic' });
       x += doc.widthOfString(run.text);
     }

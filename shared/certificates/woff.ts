@@ -11,7 +11,13 @@ export function woffToSfnt(woff: Buffer): Buffer {
   const count = woff.readUInt16BE(12);
   const tables = Array.from({ length: count }, (_, i) => {
     const at = 44 + i * 20;
-    const [tag, offset, compLength, origLength, checksum] = [0, 4, 8, 12, 16].map((o) => woff.readUInt32BE(at + o)) as [number, number, number, number, number];
+    const [tag, offset, compLength, origLength, checksum] = [0, 4, 8, 12, 16].map((o) => woff.readUInt32BE(at + o)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const raw = woff.subarray(offset, offset + compLength);
     return { tag, checksum, data: compLength < origLength ? inflateSync(raw) : raw };
   });

@@ -157,6 +157,9 @@ export class AnchorService {
   async nextBlock(network: Network, timeoutMs: number): Promise<void> {
     const api = await this.chains.api(network);
     const best = await bestBlockNumber(api);
-    await this.heads.of(api, network, 'best').reached(best + 1, timeoutMs).catch(() => undefined);
+    await this.heads
+      .of(api, network, 'best')
+      .reached(best + 1, timeoutMs)
+      .catch(() => undefined);
   }
 }

@@ -21,7 +21,8 @@ export function batchOf(api: ApiPromise, callHexes: readonly string[]): Submitta
 export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], max: number): Promise<number> {
   const consts = api.consts as unknown as Record<string, Record<string, any> | undefined>;
   const callsLimit = Number(consts.utility?.batchedCallsLimit?.toString() ?? max);
-  const maxWeight = refTime(consts.system!.blockWeights!.perClass.normal.maxExtrinsic.unwrapOr(consts.system!.blockWeights!.maxBlock)) * BATCH_SHARE;
+  const maxWeight =
+    refTime(consts.system!.blockWeights!.perClass.normal.maxExtrinsic.unwrapOr(consts.system!.blockWeights!.maxBlock)) * BATCH_SHARE;
   const maxLength = Number(consts.system!.blockLength!.max.normal.toString()) * BATCH_SHARE;
   let count = Math.min(callHexes.length, max, callsLimit);
   while (count > 1) {

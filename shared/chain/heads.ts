@@ -23,7 +23,13 @@ export class HeadWatches {
 }
 
 /** Waits until the block is finalized; true when it is still the canonical block at its height. */
-export async function waitFinalized(api: ApiPromise, watch: HeightWatch, blockNumber: number, blockHash: string, timeoutMs: number): Promise<boolean> {
+export async function waitFinalized(
+  api: ApiPromise,
+  watch: HeightWatch,
+  blockNumber: number,
+  blockHash: string,
+  timeoutMs: number,
+): Promise<boolean> {
   await watch.reached(blockNumber, timeoutMs);
   return (await api.rpc.chain.getBlockHash(blockNumber)).toHex() === blockHash;
 }
@@ -56,7 +62,9 @@ export class HeightWatch {
     const reached = new Promise<void>((resolve) => (waiter.resolve = resolve));
     this.waiters.add(waiter);
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${this.what}`)), timeoutMs)));
+    const timedOut = new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${this.what}`)), timeoutMs)),
+    );
     try {
       // a subscription that cannot be made fails its waiters (the job retries later)
       await Promise.race([reached, timedOut, this.subscribe().then(() => reached)]);

@@ -54,7 +54,8 @@ export async function outcomeIn(api: ApiPromise, blockHash: string, extrinsicHas
     } else pending.push({ section: event.section, method: event.method, data: event.data.toJSON() });
   }
   if (!success) items.length = 0; // nothing of a failed extrinsic stands
-  while (items.length < itemCount) items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
+  while (items.length < itemCount)
+    items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
   return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items };
 }
 

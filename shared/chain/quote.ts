@@ -42,14 +42,25 @@ export function quoteOf(api: ApiPromise, { feePlanck, dryRun }: CallVerdict): An
  * not the relayer's place in the queue): when the group fails, it is halved until the failing calls stand
  * alone, each with its own reason.
  */
-export async function judgeCalls(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], dryRun: DryRun): Promise<CallVerdict[]> {
+export async function judgeCalls(
+  api: ApiPromise,
+  relayer: KeyringPair,
+  callHexes: readonly string[],
+  dryRun: DryRun,
+): Promise<CallVerdict[]> {
   const at = (await api.rpc.chain.getBlockHash()).toHex();
   const nonce = await accountNonceAt(api, relayer.address, at);
   const fees = new Map<string, Promise<bigint>>();
   const feeOf = (hex: string) => {
     const call = api.createType('Call', hex);
     const kind = `${call.section}.${call.method}:${hex.length}`;
-    if (!fees.has(kind)) fees.set(kind, batchOf(api, [hex]).paymentInfo(relayer).then((info) => info.partialFee.toBigInt()));
+    if (!fees.has(kind))
+      fees.set(
+        kind,
+        batchOf(api, [hex])
+          .paymentInfo(relayer)
+          .then((info) => info.partialFee.toBigInt()),
+      );
     return fees.get(kind)!;
   };
   const dryRuns = async (hexes: readonly string[]): Promise<DryRunVerdict[]> => {
@@ -67,7 +78,11 @@ export async function judgeCalls(api: ApiPromise, relayer: KeyringPair, callHexe
 /** The node's dry run of signed bytes in the state of block `at`. */
 export async function dryRunAt(api: ApiPromise, hex: string, at: string): Promise<DryRunVerdict> {
   const result = await api.rpc.system.dryRun(hex, at);
-  if (result.isErr) return { ok: false, reason: `transaction invalid: ${result.asErr.type}${result.asErr.isInvalid ? `.${result.asErr.asInvalid.type}` : ''}` };
+  if (result.isErr)
+    return {
+      ok: false,
+      reason: `transaction invalid: ${result.asErr.type}${result.asErr.isInvalid ? `.${result.asErr.asInvalid.type}` : ''}`,
+    };
   const outcome = result.asOk;
   if (outcome.isErr) return { ok: false, reason: `dispatch failed: ${describeDispatchError(api, outcome.asErr)}` };
   return { ok: true };

@@ -36,7 +36,12 @@ export async function accountNonceAt(api: ApiPromise, address: string, at?: stri
  * with the pool's reason). Sending the same bytes twice can never include them twice: the relayer nonce is
  * part of them.
  */
-export function submitAndWatch<T>(api: ApiPromise, hex: string, timeoutMs: number, locate: (blockHash: string, extrinsicHash: string) => Promise<T | undefined>): Promise<T> {
+export function submitAndWatch<T>(
+  api: ApiPromise,
+  hex: string,
+  timeoutMs: number,
+  locate: (blockHash: string, extrinsicHash: string) => Promise<T | undefined>,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let unsubscribe: (() => void) | undefined;
     const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);

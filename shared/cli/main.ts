@@ -38,7 +38,10 @@ const withDb = async <T>(config: Config, fn: (db: ReturnType<typeof createDb>) =
 const COMMANDS: Record<string, Command> = {
   'org create': (config, f) =>
     withDb(config, (db) =>
-      createOrganization({ db, box: new SecretBox(config.secrets.key), chains: config.chains }, { name: required(f, 'name'), credits: optionalInt(f, 'credits') }),
+      createOrganization(
+        { db, box: new SecretBox(config.secrets.key), chains: config.chains },
+        { name: required(f, 'name'), credits: optionalInt(f, 'credits') },
+      ),
     ),
   'org show': (config, f) => withDb(config, (db) => showOrganization(db, required(f, 'org'))),
   'org credit': (config, f) =>
@@ -51,7 +54,8 @@ const COMMANDS: Record<string, Command> = {
     const role = (f.role as string | undefined) ?? 'admin';
     if (role !== 'admin' && role !== 'operator') throw usage('--role must be admin or operator');
     const ttlSeconds = optionalInt(f, 'ttl') ?? Math.min(3600, config.identity.maxTokenAgeSeconds);
-    if (ttlSeconds > config.identity.maxTokenAgeSeconds) throw usage(`--ttl must be at most ADMIN_TOKEN_MAX_AGE (${config.identity.maxTokenAgeSeconds})`);
+    if (ttlSeconds > config.identity.maxTokenAgeSeconds)
+      throw usage(`--ttl must be at most ADMIN_TOKEN_MAX_AGE (${config.identity.maxTokenAgeSeconds})`);
     await withDb(config, (db) => showOrganization(db, org));
     return mintDevToken(await readDevIdpKey(config.identity.devKeyFile), {
       issuer: config.identity.issuer,
@@ -81,7 +85,11 @@ const COMMANDS: Record<string, Command> = {
         const result = { network, ats_id: atsId, work_id: work.id, valid: checks.every(versionIsValid), versions: checks };
         if (!result.valid) {
           const failed = checks.filter((c) => !versionIsValid(c));
-          throw new AppError('verification.failed', `${failed.length} of ${checks.length} versions do not verify against the chain`, failed.map((c) => ({ path: `/versions/${c.version}`, message: JSON.stringify(c) })));
+          throw new AppError(
+            'verification.failed',
+            `${failed.length} of ${checks.length} versions do not verify against the chain`,
+            failed.map((c) => ({ path: `/versions/${c.version}`, message: JSON.stringify(c) })),
+          );
         }
         return result;
       } finally {
@@ -164,7 +172,8 @@ export async function runCli(argv: string[]): Promise<{ code: number; stdout?: s
     const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
     const name = positionals[0] === 'verify' ? 'verify' : positionals.slice(0, 2).join(' ');
     const command = COMMANDS[name];
-    if (!command || positionals.length !== name.split(' ').length) throw usage(`unknown command "${positionals.join(' ')}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    if (!command || positionals.length !== name.split(' ').length)
+      throw usage(`unknown command "${positionals.join(' ')}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
     const result = await command(loadConfig(environment()), values as Flags);
     return { code: 0, stdout: JSON.stringify(result) };
   } catch (err) {
@@ -179,7 +188,8 @@ export async function runCli(argv: string[]): Promise<{ code: number; stdout?: s
 
 if (require.main === module) {
   // stdout carries exactly one JSON object; libraries that chat on the console (@polkadot/api) go to stderr.
-  for (const method of ['log', 'info', 'debug'] as const) console[method] = (...args: unknown[]) => process.stderr.write(`${format(...args)}\n`);
+  for (const method of ['log', 'info', 'debug'] as const)
+    console[method] = (...args: unknown[]) => process.stderr.write(`${format(...args)}\n`);
   runCli(process.argv.slice(2)).then(({ code, stdout, stderr }) => {
     if (stdout) process.stdout.write(`${stdout}\n`);
     if (stderr) process.stderr.write(`${stderr}\n`);

@@ -27,9 +27,19 @@ async function main(): Promise<void> {
   });
   // Receivers on this machine or its network are normal in development: no SSRF refusal (WEBHOOK_ALLOW_PRIVATE).
   // The embedded chain starts afresh each time: its chain state in the database is forgotten when it differs.
-  const devEnv: Env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...(embedded.chains.length ? { CHAIN_FORGET_ON_NEW_GENESIS: 'true' } : {}), ...embedded.env };
+  const devEnv: Env = {
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...(embedded.chains.length ? { CHAIN_FORGET_ON_NEW_GENESIS: 'true' } : {}),
+    ...embedded.env,
+  };
   const merged: Env = { NODE_ENV: 'development', ...devEnv, ...env };
-  await fs.writeFile(DEV_ENV_FILE, Object.entries(devEnv).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+  await fs.writeFile(
+    DEV_ENV_FILE,
+    Object.entries(devEnv)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n',
+    { mode: 0o600 },
+  );
 
   let stopping = false;
   const stops: (() => Promise<void>)[] = [embedded.stop];

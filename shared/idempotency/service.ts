@@ -34,7 +34,9 @@ export class IdempotencyStore {
 
   /** Of the request's meaning, not its spelling: the body as canonical JSON (keys sorted at every depth). */
   static fingerprint(method: string, path: string, body: unknown): string {
-    return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest('hex');
+    return createHash('sha256')
+      .update(`${method} ${path}\n${canonicalJson(body ?? null)}`)
+      .digest('hex');
   }
 
   async run(apiKeyId: string, key: string, fingerprint: string, handler: () => Promise<IdempotentResponse>): Promise<IdempotentResponse> {
@@ -47,7 +49,8 @@ export class IdempotencyStore {
       if (existing.fingerprint !== fingerprint) {
         throw new AppError('idempotency.key_reused', 'This Idempotency-Key was used with a different request body');
       }
-      if (existing.state === 'in_flight') throw new AppError('idempotency.key_in_use', 'A request with this Idempotency-Key is still being processed');
+      if (existing.state === 'in_flight')
+        throw new AppError('idempotency.key_in_use', 'A request with this Idempotency-Key is still being processed');
       return { status: existing.status!, body: existing.body! };
     }
     try {
@@ -65,6 +68,8 @@ export class IdempotencyStore {
 /** JSON with every object's keys in code-point order, so the same value has one spelling. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 }

@@ -17,7 +17,8 @@ export type AdminVerifier = (bearer: string) => Promise<AdminIdentity>;
  * route's check (`admin` for an organization's routes, `operator` for the operator tools).
  */
 export function createIdentityVerifier(identity: Config['identity'], getKey?: JWTVerifyGetKey): AdminVerifier {
-  const jwks = getKey ?? createRemoteJWKSet(new URL(identity.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5000 });
+  const jwks =
+    getKey ?? createRemoteJWKSet(new URL(identity.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000, timeoutDuration: 5000 });
   return async (bearer) => {
     let payload: Record<string, unknown>;
     try {

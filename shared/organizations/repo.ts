@@ -59,9 +59,7 @@ export async function walletAddresses(db: Knex | Knex.Transaction, organizationI
 
 export async function findWallet(db: Knex | Knex.Transaction, organizationId: string, network: Network): Promise<WalletRow | undefined> {
   const r = await db('wallets').where({ organization_id: organizationId, network }).first();
-  return r
-    ? { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted }
-    : undefined;
+  return r ? { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted } : undefined;
 }
 
 /** The organization's credit balance, kept by the ledger's trigger (0 for an unknown organization). */

@@ -26,10 +26,15 @@ export const walletSeedAad = (organizationId: string, network: Network) => `wall
 /** Creates an organization with one wallet per network and an optional opening grant, atomically. */
 export async function createOrganization(deps: OrganizationDeps, input: { name: string; credits?: number }): Promise<OrganizationView> {
   const name = input.name.trim();
-  if (!name || name.length > 200) throw new AppError('common.validation_failed', 'name must be 1 to 200 characters', [{ path: '/name', message: 'must be 1 to 200 characters' }]);
+  if (!name || name.length > 200)
+    throw new AppError('common.validation_failed', 'name must be 1 to 200 characters', [
+      { path: '/name', message: 'must be 1 to 200 characters' },
+    ]);
   const credits = input.credits ?? 0;
   if (!Number.isSafeInteger(credits) || credits < 0) {
-    throw new AppError('common.validation_failed', 'credits must be a non-negative integer', [{ path: '/credits', message: 'must be a non-negative integer' }]);
+    throw new AppError('common.validation_failed', 'credits must be a non-negative integer', [
+      { path: '/credits', message: 'must be a non-negative integer' },
+    ]);
   }
   const id = await deps.db.transaction(async (trx) => {
     const org = await repo.insertOrganization(trx, name);
@@ -56,16 +61,27 @@ export async function showOrganization(db: Knex, id: string): Promise<Organizati
   return { organization_id: org.id, name: org.name, status: org.status, credits: org.credits, wallets: await repo.walletAddresses(db, id) };
 }
 
-export async function creditOrganization(db: Knex, id: string, amount: number, reason?: string): Promise<{ organization_id: string; credits: number }> {
+export async function creditOrganization(
+  db: Knex,
+  id: string,
+  amount: number,
+  reason?: string,
+): Promise<{ organization_id: string; credits: number }> {
   if (!Number.isSafeInteger(amount) || amount === 0) {
-    throw new AppError('common.validation_failed', 'amount must be a non-zero integer', [{ path: '/amount', message: 'must be a non-zero integer' }]);
+    throw new AppError('common.validation_failed', 'amount must be a non-zero integer', [
+      { path: '/amount', message: 'must be a non-zero integer' },
+    ]);
   }
   await findOrThrow(db, id);
   const result = await appendLedgerEntry(db, { organizationId: id, kind: amount > 0 ? 'grant' : 'adjustment', amount, reason });
   return { organization_id: id, credits: result.balance };
 }
 
-export async function setOrganizationStatus(db: Knex, id: string, status: repo.OrganizationStatus): Promise<{ organization_id: string; status: repo.OrganizationStatus }> {
+export async function setOrganizationStatus(
+  db: Knex,
+  id: string,
+  status: repo.OrganizationStatus,
+): Promise<{ organization_id: string; status: repo.OrganizationStatus }> {
   if (!isUuid(id)) throw notFound('Organization');
   const org = await repo.updateOrganizationStatus(db, id, status);
   if (!org) throw notFound('Organization');

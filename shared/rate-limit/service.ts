@@ -29,12 +29,25 @@ return { allowed, wait }
 `;
 
 export class OrganizationRateLimiter {
-  constructor(private readonly redis: Redis, private readonly prefix: string, private readonly perSecond: number, private readonly burst: number) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly perSecond: number,
+    private readonly burst: number,
+  ) {}
 
   async take(organizationId: string): Promise<void> {
-    const [allowed, waitMs] = (await this.redis.eval(SCRIPT, 1, `${this.prefix}:ratelimit:${organizationId}`, this.perSecond, this.burst)) as [number, number];
+    const [allowed, waitMs] = (await this.redis.eval(
+      SCRIPT,
+      1,
+      `${this.prefix}:ratelimit:${organizationId}`,
+      this.perSecond,
+      this.burst,
+    )) as [number, number];
     if (allowed === 1) return;
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-    throw new AppError('organization.rate_limited', `Too many uploads started; retry in ${seconds} s`, undefined, { 'Retry-After': String(seconds) });
+    throw new AppError('organization.rate_limited', `Too many uploads started; retry in ${seconds} s`, undefined, {
+      'Retry-After': String(seconds),
+    });
   }
 }

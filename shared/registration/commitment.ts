@@ -32,9 +32,9 @@ export function encodeOptionalString(value: string | undefined): Buffer {
 }
 
 export function encodeCreator(creator: Creator): Buffer {
-  const tags = [...new Set((Object.keys(ROLE_TAGS) as (keyof CreatorRoles)[]).filter((r) => creator.roles[r] === true).map((r) => ROLE_TAGS[r]))].sort(
-    (a, b) => a - b,
-  );
+  const tags = [
+    ...new Set((Object.keys(ROLE_TAGS) as (keyof CreatorRoles)[]).filter((r) => creator.roles[r] === true).map((r) => ROLE_TAGS[r])),
+  ].sort((a, b) => a - b);
   return Buffer.concat([
     encodeString(creator.full_name),
     encodeString(creator.email ?? ''),

@@ -32,11 +32,10 @@ export interface JobRecord {
   readonly run: number;
 }
 
-export type BeginPrepare =
-  | { readonly kind: 'start' | 'join'; readonly run: number }
-  | { readonly kind: 'gone' | 'confirmed' | 'lapsed' };
+export type BeginPrepare = { readonly kind: 'start' | 'join'; readonly run: number } | { readonly kind: 'gone' | 'confirmed' | 'lapsed' };
 
-export type BeginConfirm = { readonly kind: 'taken'; readonly quote: PreparedQuote } | { readonly kind: 'gone' | 'unprepared' | 'confirmed' | 'lapsed' };
+export type BeginConfirm =
+  { readonly kind: 'taken'; readonly quote: PreparedQuote } | { readonly kind: 'gone' | 'unprepared' | 'confirmed' | 'lapsed' };
 
 const BEGIN_PREPARE = `
 local s = redis.call('HMGET', KEYS[1], 'state', 'upload_until', 'run', 'run_until', 'confirm_until')
@@ -128,7 +127,10 @@ function scripted(redis: Redis): Scripted {
 export class JobStore {
   private readonly redis: Scripted;
 
-  constructor(redis: Redis, private readonly prefix: string) {
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+  ) {
     this.redis = scripted(redis);
   }
 
@@ -140,7 +142,14 @@ export class JobStore {
     const key = this.key(session.organizationId, session.jobId);
     const tx = this.redis
       .multi()
-      .hset(key, { state: 'reserved', session: JSON.stringify(session), upload_until: Date.parse(session.uploadExpiresAt), run: 0, run_until: 0, confirm_until: 0 })
+      .hset(key, {
+        state: 'reserved',
+        session: JSON.stringify(session),
+        upload_until: Date.parse(session.uploadExpiresAt),
+        run: 0,
+        run_until: 0,
+        confirm_until: 0,
+      })
       .expire(key, ttlSeconds);
     if (!session.reusedAudio) tx.zadd(this.uploadsKey(), Date.parse(session.uploadExpiresAt), session.audioKey);
     const results = await tx.exec();
@@ -184,7 +193,9 @@ export class JobStore {
   /** Takes the quote of a `prepared` job into `confirming` for `holdMs`: of concurrent confirms, one gets it. */
   async beginConfirm(organizationId: string, jobId: string, holdMs: number): Promise<BeginConfirm> {
     const [kind, quote] = (await this.redis.jobBeginConfirm(this.key(organizationId, jobId), Date.now(), holdMs)) as [string, string?];
-    return kind === 'taken' ? { kind, quote: JSON.parse(quote!) as PreparedQuote } : { kind: kind as 'gone' | 'unprepared' | 'confirmed' | 'lapsed' };
+    return kind === 'taken'
+      ? { kind, quote: JSON.parse(quote!) as PreparedQuote }
+      : { kind: kind as 'gone' | 'unprepared' | 'confirmed' | 'lapsed' };
   }
 
   /** The debit committed: `confirmed`, and its upload belongs to the transaction now (out of the sweep). */

@@ -32,7 +32,13 @@ export interface PrepareDeps {
  * price, and store the quote in the job. Domain failures come back as data, so the waiting web answers
  * with them and nothing is retried. An upload refused for its size is deleted at once.
  */
-export async function prepareQuote(deps: PrepareDeps, anchors: AnchorService, organizationId: string, jobId: string, run: number): Promise<PrepareOutcome> {
+export async function prepareQuote(
+  deps: PrepareDeps,
+  anchors: AnchorService,
+  organizationId: string,
+  jobId: string,
+  run: number,
+): Promise<PrepareOutcome> {
   const store = new JobStore(deps.redis, deps.config.redis.prefix);
   try {
     const job = await store.load(organizationId, jobId);
@@ -46,7 +52,6 @@ export async function prepareQuote(deps: PrepareDeps, anchors: AnchorService, or
     throw err;
   }
 }
-
 
 async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobStore, job: JobRecord, run: number): Promise<PreparedQuote> {
   const { session } = job;
@@ -78,7 +83,12 @@ async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobSt
 
   // storage is charged for new bytes only
   const storedBytes = session.reusedAudio ? 0 : audio.size;
-  const price = priceQuote(app.config.pricing, { feePlanck: chainQuote.feePlanck, decimals: chainQuote.decimals, audioBytes: storedBytes, kind: session.kind });
+  const price = priceQuote(app.config.pricing, {
+    feePlanck: chainQuote.feePlanck,
+    decimals: chainQuote.decimals,
+    audioBytes: storedBytes,
+    kind: session.kind,
+  });
   const balance = await balanceOf(app.db, organizationId);
   const affordable = balance >= price.total_price_credits;
   const lifetime = Math.min(app.config.ttl.quoteSeconds, chainQuote.mortalitySeconds);
@@ -92,7 +102,12 @@ async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobSt
     isValid: affordable,
     ...(affordable
       ? {}
-      : { error: { code: 'credits.insufficient', message: `The organization has ${balance} credits; this costs ${price.total_price_credits}` } }),
+      : {
+          error: {
+            code: 'credits.insufficient',
+            message: `The organization has ${balance} credits; this costs ${price.total_price_credits}`,
+          },
+        }),
     expiresAt: new Date(Date.now() + lifetime * 1000).toISOString(),
   };
 }
@@ -125,7 +140,8 @@ async function uploadedAudio(app: PrepareDeps, store: JobStore, job: JobRecord, 
     throw refusal;
   }
   const etag = head.ETag ?? '';
-  if (job.audio && job.audio.etag === etag && job.audio.size === size) return { mediaHash: Buffer.from(job.audio.mediaHash.slice(2), 'hex'), size };
+  if (job.audio && job.audio.etag === etag && job.audio.size === size)
+    return { mediaHash: Buffer.from(job.audio.mediaHash.slice(2), 'hex'), size };
 
   // the GET is pinned to the ETag the HEAD saw
   const object = await app.storage.client.send(new GetObjectCommand({ Bucket: bucket, Key: session.audioKey, IfMatch: etag }));

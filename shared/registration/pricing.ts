@@ -8,7 +8,10 @@ const MB = 1024 * 1024;
  * service fee, storage free up to STORAGE_FREE_BYTES then per started MB, and the deposit. The total is
  * the sum of every line, deposit included (contract §4).
  */
-export function priceQuote(pricing: Config['pricing'], input: { feePlanck: bigint; decimals: number; audioBytes: number; kind: 'register' | 'add_version' }): PriceLines {
+export function priceQuote(
+  pricing: Config['pricing'],
+  input: { feePlanck: bigint; decimals: number; audioBytes: number; kind: 'register' | 'add_version' },
+): PriceLines {
   const unit = 10n ** BigInt(input.decimals);
   const scaled = input.feePlanck * BigInt(pricing.creditsPerToken);
   const network = Number((scaled + unit - 1n) / unit);

@@ -57,7 +57,8 @@ export interface RegistrationDeps {
   prepareEvents(): QueueEvents;
 }
 
-export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }) => new JobStore(app.redis, app.config.redis.prefix);
+export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }) =>
+  new JobStore(app.redis, app.config.redis.prefix);
 
 /** Reserves an upload session and presigns the PUT of its one object key (spec 4.1). */
 export async function initRegistration(app: RegistrationDeps, principal: Principal, input: InitInput): Promise<UploadJob> {
@@ -106,7 +107,12 @@ export async function versionTarget(app: RegistrationDeps, principal: Principal,
  * Reserves a version: with `filename`, an upload session like registration's (init-upload); without, a
  * metadata-only version reusing the audio the latest version anchored (init), and no upload URL.
  */
-export async function initVersion(app: RegistrationDeps, principal: Principal, atsId: number, input: VersionInitInput): Promise<UploadJob | { job_id: string }> {
+export async function initVersion(
+  app: RegistrationDeps,
+  principal: Principal,
+  atsId: number,
+  input: VersionInitInput,
+): Promise<UploadJob | { job_id: string }> {
   assertValid([
     ...networkProblems(app.config, input.network),
     ...(input.filename !== undefined ? filenameProblems(input.filename) : []),
@@ -152,12 +158,13 @@ export async function reserveUpload(app: RegistrationDeps, session: UploadSessio
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
 }
 
-
 /** The outcome a prepare job returns: a quote, or the domain error to answer with. */
 export type PrepareOutcome = { ok: true; quote: PreparedQuote } | { ok: false; code: ErrorCode; message: string };
 
-export const sessionNotFound = () => new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown, expired, or already confirmed)');
-const preparedNotFound = () => new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
+export const sessionNotFound = () =>
+  new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown, expired, or already confirmed)');
+const preparedNotFound = () =>
+  new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
 
 /** How long confirm holds a job while it debits; a hold whose process died lapses after it. */
 const CONFIRM_HOLD_MS = 30_000;
@@ -183,7 +190,13 @@ async function settleLapsedConfirm(app: RegistrationDeps, store: JobStore, sessi
  * its answer, bounded. The worker stores the quote in the job; a prepare of a job whose run is under way
  * waits on that same run, so concurrent prepares hash once and answer one quote.
  */
-export async function prepareJob(app: RegistrationDeps, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<PreparedQuote> {
+export async function prepareJob(
+  app: RegistrationDeps,
+  principal: Principal,
+  jobId: string,
+  kind: UploadSession['kind'],
+  atsId?: number,
+): Promise<PreparedQuote> {
   const store = jobStore(app);
   const session = await sessionOf(store, principal, jobId, kind, atsId);
   if (!session) throw sessionNotFound();
@@ -202,7 +215,9 @@ export async function prepareJob(app: RegistrationDeps, principal: Principal, jo
   } catch (err) {
     const timedOut = /timed out/i.test((err as Error).message);
     app.log.error({ err: { message: (err as Error).message }, job_id: jobId }, timedOut ? 'prepare timed out' : 'prepare failed');
-    const message = timedOut ? 'Preparing the quote took too long; retry shortly' : 'The quote could not be prepared right now; retry shortly';
+    const message = timedOut
+      ? 'Preparing the quote took too long; retry shortly'
+      : 'The quote could not be prepared right now; retry shortly';
     throw new AppError('common.service_unavailable', message, undefined, { 'Retry-After': '5' });
   }
   if (!outcome.ok) throw new AppError(outcome.code, outcome.message);
@@ -220,7 +235,13 @@ export interface TransactionHandle {
  * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
  * refused leaves the job `prepared`, its quote as it was.
  */
-export async function confirmJob(app: RegistrationDeps, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId?: number): Promise<TransactionHandle> {
+export async function confirmJob(
+  app: RegistrationDeps,
+  principal: Principal,
+  jobId: string,
+  kind: UploadSession['kind'],
+  atsId?: number,
+): Promise<TransactionHandle> {
   const store = jobStore(app);
   const session = await sessionOf(store, principal, jobId, kind, atsId);
   if (!session) throw preparedNotFound();
@@ -234,10 +255,17 @@ export async function confirmJob(app: RegistrationDeps, principal: Principal, jo
   let transactionId: string;
   try {
     if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
-    if (!quote.isValid) throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
+    if (!quote.isValid)
+      throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
     transactionId = await app.db.transaction(async (trx) => {
       const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId });
-      await appendLedgerEntry(trx, { organizationId: principal.organizationId, kind: 'debit', amount: -quote.price.total_price_credits, reference: id, reason: kind });
+      await appendLedgerEntry(trx, {
+        organizationId: principal.organizationId,
+        kind: 'debit',
+        amount: -quote.price.total_price_credits,
+        reference: id,
+        reason: kind,
+      });
       return id;
     });
   } catch (err) {

@@ -14,7 +14,12 @@ const AUDIO_KEY = /^audio\/([0-9a-f-]{36})\/([0-9a-f-]{36})$/;
  * its quote and any confirm in flight, job-store.ts), and no transaction was confirmed from them. A confirmed
  * upload belongs to its transaction and is only taken out of the set. Returns how many objects were deleted.
  */
-export async function sweepUploads(app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'>; readonly db: Knex; readonly storage: Storage }): Promise<number> {
+export async function sweepUploads(app: {
+  readonly redis: Redis;
+  readonly config: Pick<Config, 'redis'>;
+  readonly db: Knex;
+  readonly storage: Storage;
+}): Promise<number> {
   const store = jobStore(app);
   let deleted = 0;
   for (;;) {

@@ -32,8 +32,13 @@ export function creatorProblems(creators: readonly Creator[]): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   creators.forEach((creator, i) => {
     if (creator.full_name.trim().length === 0) problems.push({ path: `/creators/${i}/full_name`, message: 'must not be empty' });
-    if (!Object.values(creator.roles).some((v) => v === true)) problems.push({ path: `/creators/${i}/roles`, message: 'at least one role must be true' });
-    if (creator.isni !== undefined && /^[0-9]{15}[0-9X]$/.test(creator.isni) && isniCheckCharacter(creator.isni.slice(0, 15)) !== creator.isni[15]) {
+    if (!Object.values(creator.roles).some((v) => v === true))
+      problems.push({ path: `/creators/${i}/roles`, message: 'at least one role must be true' });
+    if (
+      creator.isni !== undefined &&
+      /^[0-9]{15}[0-9X]$/.test(creator.isni) &&
+      isniCheckCharacter(creator.isni.slice(0, 15)) !== creator.isni[15]
+    ) {
       problems.push({ path: `/creators/${i}/isni`, message: 'has an invalid ISO 7064 Mod 11-2 check character' });
     }
   });
@@ -47,11 +52,17 @@ export function refProblems(ref: string | undefined): ErrorDetail[] {
 }
 
 export function networkProblems(config: Pick<Config, 'chains'>, network: Network): ErrorDetail[] {
-  return config.chains.some((c) => c.network === network) ? [] : [{ path: '/network', message: `${network} is not available on this deployment` }];
+  return config.chains.some((c) => c.network === network)
+    ? []
+    : [{ path: '/network', message: `${network} is not available on this deployment` }];
 }
 
 export function assertValid(problems: ErrorDetail[]): void {
   if (problems.length) {
-    throw new AppError('common.validation_failed', `Invalid request body: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+    throw new AppError(
+      'common.validation_failed',
+      `Invalid request body: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
+      problems,
+    );
   }
 }

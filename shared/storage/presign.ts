@@ -52,7 +52,9 @@ export class PutPresigner {
   /** The endpoint, signing region and service of this bucket, read from one URL the SDK presigned. */
   private async resolve(): Promise<Endpoint> {
     const probe = '__endpoint_probe__';
-    const sample = new URL(await getSignedUrl(this.storage.client, new PutObjectCommand({ Bucket: this.storage.bucket, Key: probe }), { expiresIn: 60 }));
+    const sample = new URL(
+      await getSignedUrl(this.storage.client, new PutObjectCommand({ Bucket: this.storage.bucket, Key: probe }), { expiresIn: 60 }),
+    );
     if (!sample.pathname.endsWith(`/${probe}`)) throw new Error(`unexpected presigned URL layout: ${sample.pathname}`);
     const [, , region, service] = (sample.searchParams.get('X-Amz-Credential') ?? '').split('/');
     if (!region || !service) throw new Error('presigned URL without a credential scope');

@@ -14,7 +14,12 @@ const MAX_RESEND_BACKOFF_S = 60;
 export type Announce = (transactionIds: readonly string[]) => void;
 
 /** Every item's outcome, from its own events: included, failed alone (refunded), or back to be batched. */
-export async function recordInclusion(app: TransactionDeps, announce: Announce, submission: SubmissionRow, inclusion: Inclusion): Promise<void> {
+export async function recordInclusion(
+  app: TransactionDeps,
+  announce: Announce,
+  submission: SubmissionRow,
+  inclusion: Inclusion,
+): Promise<void> {
   const touched: string[] = [];
   const deliveries = await app.db.transaction(async (trx) => {
     await markSubmissionInBlock(trx, submission.id, inclusion);
@@ -47,7 +52,16 @@ export async function recordInclusion(app: TransactionDeps, announce: Announce, 
   });
   announce(touched);
   await afterCommit(app, { ...mergeEffects(deliveries), published: touched });
-  app.log.info({ network: submission.network, submission_id: submission.id, block: inclusion.blockNumber, ok: inclusion.items.filter((i) => i.status === 'ok').length, items: inclusion.items.length }, 'batch in block');
+  app.log.info(
+    {
+      network: submission.network,
+      submission_id: submission.id,
+      block: inclusion.blockNumber,
+      ok: inclusion.items.filter((i) => i.status === 'ok').length,
+      items: inclusion.items.length,
+    },
+    'batch in block',
+  );
 }
 
 /**
@@ -56,7 +70,13 @@ export async function recordInclusion(app: TransactionDeps, announce: Announce, 
  * since confirm; past that, fail them (refunded). Its nonce, if unused, is free again: the next batch takes
  * the first the chain has not used and no batch on its way holds.
  */
-export async function requeue(app: TransactionDeps, announce: Announce, submission: SubmissionRow, status: 'expired' | 'rejected', reason: string): Promise<void> {
+export async function requeue(
+  app: TransactionDeps,
+  announce: Announce,
+  submission: SubmissionRow,
+  status: 'expired' | 'rejected',
+  reason: string,
+): Promise<void> {
   const touched: string[] = [];
   const giveUpAfter = app.config.chainGiveUpAfterSeconds;
   const deliveries = await app.db.transaction(async (trx) => {
@@ -76,5 +96,8 @@ export async function requeue(app: TransactionDeps, announce: Announce, submissi
   });
   announce(touched);
   await afterCommit(app, { ...mergeEffects(deliveries), published: touched });
-  app.log.warn({ network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason }, 'batch not taken: its calls go out again');
+  app.log.warn(
+    { network: submission.network, submission_id: submission.id, nonce: submission.nonce, status, reason },
+    'batch not taken: its calls go out again',
+  );
 }

@@ -32,7 +32,12 @@ const known = new WeakMap<object, Map<string, { genesis: string; at: number }>>(
  * wait, nothing is refunded), except in development with CHAIN_FORGET_ON_NEW_GENESIS (`npm run dev`), where
  * the state of the old chain is forgotten and every unfinished transaction starts its way again.
  */
-export async function ensureChainIdentity(app: { readonly db: Knex; readonly log: Logger; readonly config: Pick<Config, 'chainForgetOnNewGenesis'> }, network: Network, relayer: string, probe: ChainProbe): Promise<void> {
+export async function ensureChainIdentity(
+  app: { readonly db: Knex; readonly log: Logger; readonly config: Pick<Config, 'chainForgetOnNewGenesis'> },
+  network: Network,
+  relayer: string,
+  probe: ChainProbe,
+): Promise<void> {
   const seen = known.get(app.db) ?? new Map<string, { genesis: string; at: number }>();
   known.set(app.db, seen);
   const last = seen.get(`${network}:${relayer}`);
@@ -56,7 +61,12 @@ export async function ensureChainIdentity(app: { readonly db: Knex; readonly log
   seen.set(`${network}:${relayer}`, { genesis: probe.genesis, at: Date.now() });
 }
 
-async function forgetChain(app: { readonly db: Knex; readonly log: Logger }, network: Network, problem: string, genesis: string): Promise<void> {
+async function forgetChain(
+  app: { readonly db: Knex; readonly log: Logger },
+  network: Network,
+  problem: string,
+  genesis: string,
+): Promise<void> {
   const restarted = await app.db.transaction(async (trx) => {
     await lockGenesis(trx, network); // one process forgets at a time
     // the old chain's finalized batches stay as history; the ones on their way are gone with it
@@ -67,5 +77,8 @@ async function forgetChain(app: { readonly db: Knex; readonly log: Logger }, net
     await replaceGenesis(trx, network, genesis);
     return restartedCount;
   });
-  app.log.warn({ network, genesis, restarted }, `the local ${network} chain started afresh (the node ${problem}): forgot this database's state of the old chain; ${restarted} unfinished transactions start again on the new one`);
+  app.log.warn(
+    { network, genesis, restarted },
+    `the local ${network} chain started afresh (the node ${problem}): forgot this database's state of the old chain; ${restarted} unfinished transactions start again on the new one`,
+  );
 }

@@ -42,7 +42,10 @@ export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void
   await publishTransactionUpdates(deps, done.published);
   for (const { workId, version } of done.certificates) {
     await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>
-      deps.log.warn({ err: { message: err.message }, work_id: workId, version }, 'certificate not enqueued; it will be rendered on first download'),
+      deps.log.warn(
+        { err: { message: err.message }, work_id: workId, version },
+        'certificate not enqueued; it will be rendered on first download',
+      ),
     );
   }
 }

@@ -78,7 +78,8 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
 
 /** The block recorded when the batch was included, now final and canonical. */
 function includedBlock(tx: TransactionRow): Inclusion {
-  if (tx.blockHash === null || tx.blockNumber === null || tx.extrinsicIndex === null) throw new Error(`transaction ${tx.id} has no block to finalize`);
+  if (tx.blockHash === null || tx.blockNumber === null || tx.extrinsicIndex === null)
+    throw new Error(`transaction ${tx.id} has no block to finalize`);
   return { blockHash: tx.blockHash, blockNumber: tx.blockNumber, index: tx.extrinsicIndex };
 }
 
@@ -126,7 +127,12 @@ function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
   };
 }
 
-async function markFinalized(trx: Knex.Transaction, tx: TransactionRow, result: ReturnType<typeof successResult>, finalizedAt: Date): Promise<void> {
+async function markFinalized(
+  trx: Knex.Transaction,
+  tx: TransactionRow,
+  result: ReturnType<typeof successResult>,
+  finalizedAt: Date,
+): Promise<void> {
   await updateTransaction(trx, tx.id, {
     status: 'finalized',
     current_step: 'completed',
@@ -145,7 +151,13 @@ async function markFinalized(trx: Knex.Transaction, tx: TransactionRow, result: 
  * Marks the transaction failed, refunds the whole debit and records work_failed, inside the caller's SQL
  * transaction; returns what to carry out once it commits (nothing when the transaction was already terminal).
  */
-export async function failWithin(trx: Knex.Transaction, deps: Pick<OutcomeDeps, 'box'>, transactionId: string, reason: string, message: string): Promise<Effects> {
+export async function failWithin(
+  trx: Knex.Transaction,
+  deps: Pick<OutcomeDeps, 'box'>,
+  transactionId: string,
+  reason: string,
+  message: string,
+): Promise<Effects> {
   const failedAt = new Date();
   const tx = await findTransaction(trx, transactionId, { forUpdate: true });
   if (!tx || tx.status === 'finalized' || tx.status === 'failed') return effects({});

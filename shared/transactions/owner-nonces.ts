@@ -10,9 +10,21 @@ import { signedSubmissionIds } from './submissions-repo';
  * `ats`: signs each call again over the owner nonce it must carry, in batch order (chain/nonces.ts). Run
  * under the relayer's lock, like the relayer's nonce. Returns the calls to batch.
  */
-export async function withOwnerNonces(deps: OwnerCallDeps, trx: Knex.Transaction, network: Network, items: readonly { id: string; call_hex: string }[]): Promise<string[]> {
+export async function withOwnerNonces(
+  deps: OwnerCallDeps,
+  trx: Knex.Transaction,
+  network: Network,
+  items: readonly { id: string; call_hex: string }[],
+): Promise<string[]> {
   const { app, anchors } = deps;
-  const organizationOf = new Map((await organizationsOf(trx, items.map((i) => i.id))).map((o) => [o.id, o.organization_id]));
+  const organizationOf = new Map(
+    (
+      await organizationsOf(
+        trx,
+        items.map((i) => i.id),
+      )
+    ).map((o) => [o.id, o.organization_id]),
+  );
   const calls = new Map<string, string>();
   for (const organizationId of new Set(organizationOf.values())) {
     // an organization without a wallet on the network has no owner to sign: its calls go as they are
@@ -23,7 +35,11 @@ export async function withOwnerNonces(deps: OwnerCallDeps, trx: Knex.Transaction
     const chainNonce = await anchors.ownerNonce(network, Buffer.from(publicKey, 'hex'));
     const onTheirWay = await ownerNoncesIn(trx, organizationId, network, signedSubmissionIds(trx));
     const { nonces, doomed } = allocateNonces(chainNonce, onTheirWay, mine.length);
-    if (doomed.length) app.log.info({ network, organization_id: organizationId, doomed: doomed.map(String) }, 'owner calls on their way past a hole: signed again once they fail');
+    if (doomed.length)
+      app.log.info(
+        { network, organization_id: organizationId, doomed: doomed.map(String) },
+        'owner calls on their way past a hole: signed again once they fail',
+      );
     for (const [k, item] of mine.entries()) {
       const tx = (await findTransaction(trx, item.id))!;
       const hex = await buildOwnerCall(deps, tx, nonces[k]!);

@@ -75,7 +75,12 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
 }
 
 /** Records entering a step (and any column changes); returns the row as it now stands. */
-async function step(app: TransactionDeps, tx: TransactionRow, name: StepName, extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {}): Promise<TransactionRow> {
+async function step(
+  app: TransactionDeps,
+  tx: TransactionRow,
+  name: StepName,
+  extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {},
+): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
   await publishTransactionUpdate(app, tx.id);

@@ -66,7 +66,11 @@ export const toTransaction = (r: Record<string, any>): TransactionRow => ({
   updatedAt: r.updated_at,
 });
 
-export async function findTransaction(db: Knex | Knex.Transaction, id: string, options: { forUpdate?: boolean } = {}): Promise<TransactionRow | undefined> {
+export async function findTransaction(
+  db: Knex | Knex.Transaction,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<TransactionRow | undefined> {
   const query = db('transactions').where({ id }).first();
   const row = await (options.forUpdate ? query.forUpdate() : query);
   return row ? toTransaction(row) : undefined;
@@ -109,13 +113,29 @@ export async function nextReadyCalls(db: Db, network: Network, limit: number): P
 }
 
 /** Those of these transactions still waiting for a batch, locked, in confirm order. */
-export async function lockUnbatched(trx: Knex.Transaction, ids: readonly string[]): Promise<{ id: string; call_hex: string; steps: Step[]; signings: number }[]> {
-  return trx('transactions').whereIn('id', ids).where({ status: 'pending' }).whereNull('submission_id').forUpdate().orderBy('created_at').select('id', 'call_hex', 'steps', 'signings');
+export async function lockUnbatched(
+  trx: Knex.Transaction,
+  ids: readonly string[],
+): Promise<{ id: string; call_hex: string; steps: Step[]; signings: number }[]> {
+  return trx('transactions')
+    .whereIn('id', ids)
+    .where({ status: 'pending' })
+    .whereNull('submission_id')
+    .forUpdate()
+    .orderBy('created_at')
+    .select('id', 'call_hex', 'steps', 'signings');
 }
 
 /** The items of a batch, locked, in batch order. */
-export async function lockBatchItems(trx: Knex.Transaction, submissionId: string): Promise<{ id: string; status: TransactionStatus; steps: Step[]; signings: number; batch_index: number; created_at: Date }[]> {
-  return trx('transactions').where({ submission_id: submissionId }).orderBy('batch_index').forUpdate().select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
+export async function lockBatchItems(
+  trx: Knex.Transaction,
+  submissionId: string,
+): Promise<{ id: string; status: TransactionStatus; steps: Step[]; signings: number; batch_index: number; created_at: Date }[]> {
+  return trx('transactions')
+    .where({ submission_id: submissionId })
+    .orderBy('batch_index')
+    .forUpdate()
+    .select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
 }
 
 export async function transactionIdsOfBatch(db: Db, submissionId: string): Promise<string[]> {
@@ -183,7 +203,18 @@ export async function restartUnfinished(db: Db, network: Network): Promise<numbe
   const ids = await db('transactions')
     .where({ network })
     .whereIn('status', ['pending', 'submitted', 'in_block'])
-    .update({ status: 'pending', call_hex: null, submission_id: null, batch_index: null, tx_hash: null, block_hash: null, block_number: null, extrinsic_index: null, submit_after: null, updated_at: db.fn.now() })
+    .update({
+      status: 'pending',
+      call_hex: null,
+      submission_id: null,
+      batch_index: null,
+      tx_hash: null,
+      block_hash: null,
+      block_number: null,
+      extrinsic_index: null,
+      submit_after: null,
+      updated_at: db.fn.now(),
+    })
     .returning('id');
   return ids.length;
 }

@@ -55,13 +55,32 @@ export interface NewSubmission {
 
 export async function insertSubmission(db: Db, s: NewSubmission): Promise<SubmissionRow> {
   const [row] = await db('chain_submissions')
-    .insert({ network: s.network, relayer: s.relayer, nonce: s.nonce, genesis_hash: s.genesisHash, extrinsic_hex: s.extrinsicHex, tx_hash: s.txHash, signed_at_block: s.signedAtBlock, items: s.items })
+    .insert({
+      network: s.network,
+      relayer: s.relayer,
+      nonce: s.nonce,
+      genesis_hash: s.genesisHash,
+      extrinsic_hex: s.extrinsicHex,
+      tx_hash: s.txHash,
+      signed_at_block: s.signedAtBlock,
+      items: s.items,
+    })
     .returning('*');
   return toSubmission(row);
 }
 
-export async function markSubmissionInBlock(db: Db, id: string, at: { blockHash: string; blockNumber: number; index: number }): Promise<void> {
-  await db('chain_submissions').where({ id }).update({ status: 'in_block', block_hash: at.blockHash, block_number: at.blockNumber, extrinsic_index: at.index, updated_at: db.fn.now() });
+export async function markSubmissionInBlock(
+  db: Db,
+  id: string,
+  at: { blockHash: string; blockNumber: number; index: number },
+): Promise<void> {
+  await db('chain_submissions').where({ id }).update({
+    status: 'in_block',
+    block_hash: at.blockHash,
+    block_number: at.blockNumber,
+    extrinsic_index: at.index,
+    updated_at: db.fn.now(),
+  });
 }
 
 /** A batch that can never be included. */
@@ -71,7 +90,9 @@ export async function markSubmissionGivenUp(db: Db, id: string, status: 'expired
 
 /** A batch whose block was retracted is on its way again. */
 export async function markSubmissionRetracted(db: Db, id: string): Promise<void> {
-  await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: db.fn.now() });
+  await db('chain_submissions')
+    .where({ id, status: 'in_block' })
+    .update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: db.fn.now() });
 }
 
 export async function markSubmissionFinalized(db: Db, id: string): Promise<void> {
@@ -79,13 +100,23 @@ export async function markSubmissionFinalized(db: Db, id: string): Promise<void>
 }
 
 /** The block of the relayer's last batch seen finalized on the network. */
-export async function lastFinalizedBlock(db: Db, network: Network, relayer: string): Promise<{ blockNumber: number; blockHash: string } | undefined> {
-  const row = await db('chain_submissions').where({ network, relayer, status: 'finalized' }).orderBy('block_number', 'desc').first('block_number', 'block_hash');
+export async function lastFinalizedBlock(
+  db: Db,
+  network: Network,
+  relayer: string,
+): Promise<{ blockNumber: number; blockHash: string } | undefined> {
+  const row = await db('chain_submissions')
+    .where({ network, relayer, status: 'finalized' })
+    .orderBy('block_number', 'desc')
+    .first('block_number', 'block_hash');
   return row ? { blockNumber: Number(row.block_number), blockHash: row.block_hash } : undefined;
 }
 
 /** Every batch of a chain that is gone: the ones on their way with it, then its finalized history. */
 export async function expireNetworkSubmissions(db: Db, network: Network): Promise<void> {
-  await db('chain_submissions').where({ network }).whereIn('status', ['signed', 'in_block']).update({ status: 'expired', updated_at: db.fn.now() });
+  await db('chain_submissions')
+    .where({ network })
+    .whereIn('status', ['signed', 'in_block'])
+    .update({ status: 'expired', updated_at: db.fn.now() });
   await db('chain_submissions').where({ network, status: 'finalized' }).update({ status: 'expired', updated_at: db.fn.now() });
 }

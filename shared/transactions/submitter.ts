@@ -122,7 +122,10 @@ export class RelayerSubmitter {
     for (const submission of await signedSubmissions(this.app.db, network)) {
       track(
         this.send(submission, { checkChainFirst: true }).catch((err: Error) =>
-          this.app.log.info({ network, submission_id: submission.id, nonce: submission.nonce, reason: err.message }, 'batch still on its way: looked for again later'),
+          this.app.log.info(
+            { network, submission_id: submission.id, nonce: submission.nonce, reason: err.message },
+            'batch still on its way: looked for again later',
+          ),
         ),
       );
     }
@@ -134,10 +137,20 @@ export class RelayerSubmitter {
           await Promise.race([...out, this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
           continue;
         }
-        const count = await this.anchors.fitBatch(network, ready.map((r) => r.call_hex), this.app.config.chainBatchMax);
-        const submission = await this.signBatch(network, ready.slice(0, count).map((r) => r.id));
+        const count = await this.anchors.fitBatch(
+          network,
+          ready.map((r) => r.call_hex),
+          this.app.config.chainBatchMax,
+        );
+        const submission = await this.signBatch(
+          network,
+          ready.slice(0, count).map((r) => r.id),
+        );
         if (!submission) continue;
-        await publishTransactionUpdates(this.app, ready.slice(0, count).map((r) => r.id));
+        await publishTransactionUpdates(
+          this.app,
+          ready.slice(0, count).map((r) => r.id),
+        );
         failpoint('chain.batch_signed');
         track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
         await Promise.race([Promise.all(out), this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
@@ -166,9 +179,21 @@ export class RelayerSubmitter {
       // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
       const onTheirWay = await signedNonces(trx, network, relayer);
       const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay, 1).nonces[0]);
-      const callHexes = (await this.anchors.dialect(network)) === 'ats' ? await withOwnerNonces({ app: this.app, anchors: this.anchors }, trx, network, items) : items.map((i) => i.call_hex);
+      const callHexes =
+        (await this.anchors.dialect(network)) === 'ats'
+          ? await withOwnerNonces({ app: this.app, anchors: this.anchors }, trx, network, items)
+          : items.map((i) => i.call_hex);
       const signed = await this.anchors.signBatch(network, callHexes, nonce);
-      const row = await insertSubmission(trx, { network, relayer, nonce, genesisHash: genesis, extrinsicHex: signed.hex, txHash: signed.hash, signedAtBlock: signed.signedAtBlock, items: items.length });
+      const row = await insertSubmission(trx, {
+        network,
+        relayer,
+        nonce,
+        genesisHash: genesis,
+        extrinsicHex: signed.hex,
+        txHash: signed.hash,
+        signedAtBlock: signed.signedAtBlock,
+        items: items.length,
+      });
       for (const [index, item] of items.entries()) {
         await updateTransaction(trx, item.id, {
           status: 'submitted',
@@ -205,10 +230,13 @@ export class RelayerSubmitter {
         inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
         if (!inclusion) {
           const reason = (err as Error).message;
-          if (best >= submission.signedAtBlock + ERA_PERIOD) return requeue(this.app, this.announcer, submission, 'expired', `its era ended unincluded (${reason})`);
-          if (chainNonce > submission.nonce) return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);
+          if (best >= submission.signedAtBlock + ERA_PERIOD)
+            return requeue(this.app, this.announcer, submission, 'expired', `its era ended unincluded (${reason})`);
+          if (chainNonce > submission.nonce)
+            return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
-          if (err instanceof SubmissionRejected && !err.mayStillLand) return requeue(this.app, this.announcer, submission, 'rejected', reason);
+          if (err instanceof SubmissionRejected && !err.mayStillLand)
+            return requeue(this.app, this.announcer, submission, 'rejected', reason);
           // the connection went, or the node held the bytes: they may land yet; looked for (and sent) again later,
           // signed afresh only once their era ended or their nonce went to another extrinsic
           throw err;

@@ -49,7 +49,10 @@ export async function publishTransactionUpdates(app: UpdateDeps, transactionIds:
     const failed = results?.find(([err]) => err)?.[0];
     if (failed) throw failed;
   } catch (err) {
-    app.log.warn({ err: { message: (err as Error).message }, transactions: transactionIds.length }, 'could not publish a transaction update');
+    app.log.warn(
+      { err: { message: (err as Error).message }, transactions: transactionIds.length },
+      'could not publish a transaction update',
+    );
   }
 }
 

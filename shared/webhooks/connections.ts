@@ -28,7 +28,12 @@ export class DeliveryConnections {
     const key = destinationKey(destination);
     let agent = this.agents.get(key);
     if (!agent) {
-      const options = { keepAlive: true, timeout: this.options.keepAliveMs, scheduling: 'lifo' as const, lookup: pinnedLookup(destination.addresses) };
+      const options = {
+        keepAlive: true,
+        timeout: this.options.keepAliveMs,
+        scheduling: 'lifo' as const,
+        lookup: pinnedLookup(destination.addresses),
+      };
       agent = destination.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
       this.agents.set(key, agent);
     }
@@ -51,7 +56,9 @@ export class DeliveryConnections {
     if (now - this.sweptAt < this.options.keepAliveMs) return;
     this.sweptAt = now;
     for (const [key, agent] of this.agents) {
-      const open = [agent.sockets, agent.freeSockets, agent.requests].some((byName) => Object.values(byName).some((list) => list && list.length > 0));
+      const open = [agent.sockets, agent.freeSockets, agent.requests].some((byName) =>
+        Object.values(byName).some((list) => list && list.length > 0),
+      );
       if (!open) {
         agent.destroy();
         this.agents.delete(key);
@@ -62,6 +69,9 @@ export class DeliveryConnections {
 
 function destinationKey({ url, addresses }: VettedDestination): string {
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  const vetted = addresses.map((a) => `${a.family}/${a.address}`).sort().join(',');
+  const vetted = addresses
+    .map((a) => `${a.family}/${a.address}`)
+    .sort()
+    .join(',');
   return `${url.protocol}//${url.hostname}:${port} ${vetted}`;
 }

@@ -39,7 +39,11 @@ export async function deadReason(db: Knex, deliveryId: string): Promise<string |
  * delivery (same delivery id). The dead letter is removed unless the caller is that job itself. Returns the
  * new job id, or null when the delivery was not dead (already retried, delivered or unknown).
  */
-export async function reviveDeadDelivery(deps: DeadLetterDeps, deliveryId: string, options: { keepDeadLetter?: boolean } = {}): Promise<string | null> {
+export async function reviveDeadDelivery(
+  deps: DeadLetterDeps,
+  deliveryId: string,
+  options: { keepDeadLetter?: boolean } = {},
+): Promise<string | null> {
   const jobId = `${deliveryId}-retry-${Date.now().toString(36)}`;
   if (!(await reviveDead(deps.db, deliveryId, jobId))) return null;
   try {

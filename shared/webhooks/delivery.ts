@@ -56,7 +56,11 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan, using: AttemptDeps): Promise<Decision> {
   const { webhooks } = app.config;
   const started = Date.now();
-  const vetted = await withDeadline(vetDestination(delivery.url, webhooks, using.resolve), webhooks.timeoutMs, 'resolving the webhook host').then(
+  const vetted = await withDeadline(
+    vetDestination(delivery.url, webhooks, using.resolve),
+    webhooks.timeoutMs,
+    'resolving the webhook host',
+  ).then(
     (destination) => ({ destination }),
     (err: Error) => ({ refusal: err }),
   );
@@ -175,7 +179,8 @@ function exchange(
 
 function classify(status: number, retryAfter: string | string[] | undefined): Result {
   if (status >= 200 && status < 300) return { kind: 'delivered', statusCode: status };
-  if (status === 408 || status === 429 || status >= 500) return { kind: 'retry', statusCode: status, retryAfterSeconds: parseRetryAfter(retryAfter) };
+  if (status === 408 || status === 429 || status >= 500)
+    return { kind: 'retry', statusCode: status, retryAfterSeconds: parseRetryAfter(retryAfter) };
   return { kind: 'permanent', statusCode: status, error: status >= 300 && status < 400 ? 'redirects are not followed' : undefined };
 }
 

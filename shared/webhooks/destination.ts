@@ -23,13 +23,19 @@ export class RefusedDestination extends Error {
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 const resolveAll: Resolver = (hostname) =>
-  new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
+  );
 
 /**
  * Checks a webhook URL at delivery time (SSRF): the scheme, then every address its host resolves to. A host
  * with any forbidden address is refused outright. Resolution failures are thrown as they are (retryable).
  */
-export async function vetDestination(rawUrl: string, policy: DestinationPolicy, resolve: Resolver = resolveAll): Promise<VettedDestination> {
+export async function vetDestination(
+  rawUrl: string,
+  policy: DestinationPolicy,
+  resolve: Resolver = resolveAll,
+): Promise<VettedDestination> {
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -37,7 +43,9 @@ export async function vetDestination(rawUrl: string, policy: DestinationPolicy, 
     throw new RefusedDestination('the webhook URL is not a valid URL');
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && policy.allowHttp)) {
-    throw new RefusedDestination(policy.allowHttp ? 'the webhook URL must use http or https' : 'the webhook URL must use https (ALLOW_HTTP_WEBHOOKS is off)');
+    throw new RefusedDestination(
+      policy.allowHttp ? 'the webhook URL must use http or https' : 'the webhook URL must use https (ALLOW_HTTP_WEBHOOKS is off)',
+    );
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host);
@@ -45,7 +53,8 @@ export async function vetDestination(rawUrl: string, policy: DestinationPolicy, 
   if (!policy.allowPrivate) {
     for (const { address } of addresses) {
       const kind = forbiddenAddressKind(address);
-      if (kind) throw new RefusedDestination(`refused: ${host} resolves to ${address}, a ${kind} address (private addresses are not allowed)`);
+      if (kind)
+        throw new RefusedDestination(`refused: ${host} resolves to ${address}, a ${kind} address (private addresses are not allowed)`);
     }
   }
   return { url, addresses };

@@ -176,7 +176,10 @@ export async function webhookUrlOf(trx: Knex.Transaction, apiKeyId: string): Pro
   return key?.webhook_url ?? null;
 }
 
-export async function insertDelivery(trx: Knex.Transaction, d: { id: string; eventId: string; apiKeyId: string; url: string }): Promise<void> {
+export async function insertDelivery(
+  trx: Knex.Transaction,
+  d: { id: string; eventId: string; apiKeyId: string; url: string },
+): Promise<void> {
   await trx('webhook_deliveries').insert({ id: d.id, event_id: d.eventId, api_key_id: d.apiKeyId, url: d.url });
 }
 
@@ -217,7 +220,11 @@ export async function markDeadAgain(db: Knex, id: string, jobId: string): Promis
 }
 
 /** Pending deliveries untouched for `idleSeconds`, the longest idle first. */
-export async function idlePendingDeliveries(db: Knex, idleSeconds: number, limit: number): Promise<{ id: string; currentJobId: string | null }[]> {
+export async function idlePendingDeliveries(
+  db: Knex,
+  idleSeconds: number,
+  limit: number,
+): Promise<{ id: string; currentJobId: string | null }[]> {
   const rows = await db('webhook_deliveries')
     .where({ status: 'pending' })
     .where('updated_at', '<', db.raw(`now() - make_interval(secs => ?)`, [idleSeconds]))

@@ -21,7 +21,8 @@ export function encodeCursor(cursor: Cursor): string {
 
 /** Reads a cursor this service issued; anything else is a malformed query (400 common.bad_request). */
 export function decodeCursor(value: string): Cursor {
-  const invalid = () => new AppError('common.bad_request', '`after` is not a cursor of this listing', [{ path: '/after', message: 'is not a valid cursor' }]);
+  const invalid = () =>
+    new AppError('common.bad_request', '`after` is not a cursor of this listing', [{ path: '/after', message: 'is not a valid cursor' }]);
   if (value.length > 200 || !/^[A-Za-z0-9_-]+$/.test(value)) throw invalid();
   const [version, createdAt, id, ...rest] = Buffer.from(value, 'base64url').toString('utf8').split('|');
   if (version !== VERSION || rest.length || !createdAt || !id || !TIMESTAMP.test(createdAt) || !UUID.test(id)) throw invalid();

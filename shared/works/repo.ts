@@ -65,8 +65,17 @@ export interface WorksSlice {
 export async function sliceOfWorks(db: Knex, filter: ListFilter, first: number, after?: Cursor): Promise<WorksSlice> {
   const query = scoped(db, filter).select('*', db.raw(`${CURSOR_AT} AS cursor_at`));
   if (after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [after.createdAt, after.id]);
-  const rows: Record<string, any>[] = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(first + 1);
-  const hasPreviousPage = after ? Boolean(await scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).first(db.raw('1'))) : false;
+  const rows: Record<string, any>[] = await query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(first + 1);
+  const hasPreviousPage = after
+    ? Boolean(
+        await scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).first(db.raw('1')),
+      )
+    : false;
   return {
     works: rows.slice(0, first).map((r) => ({ ...toWork(r), cursor: { createdAt: r.cursor_at, id: r.id } })),
     hasNextPage: rows.length > first,
@@ -93,7 +102,10 @@ export async function countWorks(db: Knex, filter: ListFilter): Promise<number> 
 /** The organization's works with this ats_id: one per network at most. */
 export async function worksByAtsId(db: Knex, organizationId: string, atsId: number, networks: readonly Network[]): Promise<WorkRecord[]> {
   // network IN (…) lets the unique (network, ats_id) index answer
-  const rows = await db('works').whereIn('network', networks).andWhere({ ats_id: atsId, organization_id: organizationId }).orderBy('network');
+  const rows = await db('works')
+    .whereIn('network', networks)
+    .andWhere({ ats_id: atsId, organization_id: organizationId })
+    .orderBy('network');
   return rows.map(toWork);
 }
 

@@ -74,11 +74,20 @@ export async function workByAtsId(db: Knex, principal: Principal, atsId: number,
     (w) => scope.externalUserRef === undefined || w.externalUserRef === scope.externalUserRef,
   );
   if (works.length === 0) throw notFound('Work');
-  if (works.length > 1) throw new AppError('common.conflict', `ats_id ${atsId} exists on ${works.map((w) => w.network).join(' and ')}: choose one with ?network=`);
+  if (works.length > 1)
+    throw new AppError(
+      'common.conflict',
+      `ats_id ${atsId} exists on ${works.map((w) => w.network).join(' and ')}: choose one with ?network=`,
+    );
   return works[0]!;
 }
 
-export async function workDetail(db: Knex, principal: Principal, atsId: number, network?: Network): Promise<{ work: WorkRecord; versionsCount: number }> {
+export async function workDetail(
+  db: Knex,
+  principal: Principal,
+  atsId: number,
+  network?: Network,
+): Promise<{ work: WorkRecord; versionsCount: number }> {
   const work = await workByAtsId(db, principal, atsId, network);
   return { work, versionsCount: await countVersions(db, work.id) };
 }
@@ -89,7 +98,13 @@ export async function workVersions(db: Knex, principal: Principal, atsId: number
 }
 
 /** The creators a version anchored: the latest unless `version` names another. */
-export async function workCreators(db: Knex, principal: Principal, atsId: number, network?: Network, version?: number): Promise<{ version: number; creators: readonly Creator[] }> {
+export async function workCreators(
+  db: Knex,
+  principal: Principal,
+  atsId: number,
+  network?: Network,
+  version?: number,
+): Promise<{ version: number; creators: readonly Creator[] }> {
   const work = await workByAtsId(db, principal, atsId, network);
   const found = await findVersion(db, work.id, version ?? work.latestVersion);
   if (!found) throw notFound('Version');
@@ -97,7 +112,12 @@ export async function workCreators(db: Knex, principal: Principal, atsId: number
 }
 
 /** A work by its UUID and one of its versions (the latest when none is named), within the principal's scope. */
-export async function workVersion(db: Knex, principal: Principal, workId: string, version?: number): Promise<{ work: WorkRecord; version: WorkVersionRecord }> {
+export async function workVersion(
+  db: Knex,
+  principal: Principal,
+  workId: string,
+  version?: number,
+): Promise<{ work: WorkRecord; version: WorkVersionRecord }> {
   const work = UUID.test(workId) ? await findWork(db, scopeOf(principal), workId) : undefined;
   if (!work) throw notFound('Work');
   const found = await findVersion(db, work.id, version ?? work.latestVersion);

@@ -50,9 +50,11 @@ async function persist(what: string, send: () => Promise<Reply>, deadlineMs = 30
 /** Runs fn over items, `limit` at a time. */
 async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 async function main(): Promise<number> {
@@ -123,7 +125,9 @@ async function main(): Promise<number> {
   const takeRelayerNonce = async () => {
     const account = (await outsider.query.system.account(relayerPair.address)) as unknown as { nonce: { toNumber(): number } };
     const nonce = account.nonce.toNumber();
-    await outsider.tx.system.remark(`0x${Buffer.from('outside the service').toString('hex')}`).signAndSend(relayerPair, { nonce, tip: 1_000_000_000 });
+    await outsider.tx.system
+      .remark(`0x${Buffer.from('outside the service').toString('hex')}`)
+      .signAndSend(relayerPair, { nonce, tip: 1_000_000_000 });
     return nonce;
   };
 
@@ -181,7 +185,13 @@ async function main(): Promise<number> {
   /** A session or quote lost with Redis is what a partner sees as 404: it starts over, as a partner would. */
   const lost = (e: Error) => /upload_session_not_found|prepared_not_found/.test(e.message);
   const register = async (): Promise<void> => {
-    const init = await persist('init', () => call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody(), headers: { 'Idempotency-Key': randomBytes(8).toString('hex') } }));
+    const init = await persist('init', () =>
+      call(app.url, 'POST', '/v1/works/init', {
+        token: key.token,
+        body: initBody(),
+        headers: { 'Idempotency-Key': randomBytes(8).toString('hex') },
+      }),
+    );
     if (init.status !== 200) throw new Error(`init: ${init.status} ${init.text}`);
     const put = await upload(init.body.upload_url, randomBytes(64 * 1024));
     if (put.status !== 200) throw new Error(`upload: ${put.status}`);
@@ -197,29 +207,53 @@ async function main(): Promise<number> {
   };
   const errors: string[] = [];
   const load = (async () => {
-    await pool(Array.from({ length: REGISTRATIONS }, (_, i) => i), 16, () => register().catch((e: Error) => void errors.push(e.message)));
+    await pool(
+      Array.from({ length: REGISTRATIONS }, (_, i) => i),
+      16,
+      () => register().catch((e: Error) => void errors.push(e.message)),
+    );
     log(`${REGISTRATIONS} registrations confirmed; versions next`);
     const addVersion = async (): Promise<void> => {
       let works: string[] = [];
       while (!(works = await app.context.db('works').where({ organization_id: org }).pluck('ats_id')).length) await sleep(500);
       const atsId = works[randomInt(works.length)];
-      const init = await persist('version init', () => call(app.url, 'POST', `/v1/works/${atsId}/versions/init`, { token: key.token, body: { network: 'testnet', creators: [creator({ full_name: `V ${randomInt(1e6)}` })] } }));
+      const init = await persist('version init', () =>
+        call(app.url, 'POST', `/v1/works/${atsId}/versions/init`, {
+          token: key.token,
+          body: { network: 'testnet', creators: [creator({ full_name: `V ${randomInt(1e6)}` })] },
+        }),
+      );
       if (init.status !== 200) throw new Error(`version init: ${init.status} ${init.text}`);
       await confirm(`/v1/works/${atsId}/versions`, init.body.job_id).catch((e: Error) => (lost(e) ? addVersion() : Promise.reject(e)));
     };
-    await pool(Array.from({ length: VERSIONS }, (_, i) => i), 8, () => addVersion().catch((e: Error) => void errors.push(e.message)));
+    await pool(
+      Array.from({ length: VERSIONS }, (_, i) => i),
+      8,
+      () => addVersion().catch((e: Error) => void errors.push(e.message)),
+    );
   })();
   await load;
   calm = true;
   await chaos;
-  log(`load done in ${Math.round((Date.now() - started) / 1000)} s; chaos stopped (${counts.killed} workers killed, ${counts.redisRestarts} Redis restart, ${counts.chainOutages} chain outage, ${counts.outsideNonces} relayer nonces taken from outside); settling`);
+  log(
+    `load done in ${Math.round((Date.now() - started) / 1000)} s; chaos stopped (${counts.killed} workers killed, ${counts.redisRestarts} Redis restart, ${counts.chainOutages} chain outage, ${counts.outsideNonces} relayer nonces taken from outside); settling`,
+  );
   for (let i = 0; i < workers.length; i++) if (!workers[i]) spawned.push((workers[i] = spawnWatched()));
 
   // settle: every transaction terminal, every delivery delivered or dead
   const settleDeadline = Date.now() + 600_000;
   for (;;) {
-    const open = await app.context.db('transactions').where({ organization_id: org }).whereIn('status', ['pending', 'submitted', 'in_block']).count<{ count: string }[]>('* as n');
-    const pending = await app.context.db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.organization_id', org).where('d.status', 'pending').count<{ count: string }[]>('* as n');
+    const open = await app.context
+      .db('transactions')
+      .where({ organization_id: org })
+      .whereIn('status', ['pending', 'submitted', 'in_block'])
+      .count<{ count: string }[]>('* as n');
+    const pending = await app.context
+      .db('webhook_deliveries as d')
+      .join('events as e', 'e.id', 'd.event_id')
+      .where('e.organization_id', org)
+      .where('d.status', 'pending')
+      .count<{ count: string }[]>('* as n');
     const n = Number((open[0] as unknown as { n: string }).n) + Number((pending[0] as unknown as { n: string }).n);
     if (n === 0) break;
     if (Date.now() > settleDeadline) {
@@ -231,7 +265,9 @@ async function main(): Promise<number> {
 
   // the checks
   const db = app.context.db;
-  const txs = await db('transactions').where({ organization_id: org }).select('id', 'status', 'type', 'ats_id', 'version', 'work_id', 'result');
+  const txs = await db('transactions')
+    .where({ organization_id: org })
+    .select('id', 'status', 'type', 'ats_id', 'version', 'work_id', 'result');
   const reasons = new Map<string, number>();
   for (const t of txs.filter((x) => x.status === 'failed')) {
     const key = `${t.result?.error?.code}: ${String(t.result?.error?.message).slice(0, 120)}`;
@@ -253,7 +289,11 @@ async function main(): Promise<number> {
   const exactlyOnce = txs.every((t) => {
     const r = byRef.get(t.id);
     if (!r) return false;
-    return t.status === 'finalized' ? r.debit === 1 && r.refund === 0 : t.status === 'failed' ? r.debit === 1 && r.refund === 1 && r.charged === 0 : false;
+    return t.status === 'finalized'
+      ? r.debit === 1 && r.refund === 0
+      : t.status === 'failed'
+        ? r.debit === 1 && r.refund === 1 && r.charged === 0
+        : false;
   });
   const orgRow = await db('organizations').where({ id: org }).first();
   const sum = ledger.reduce((s, e) => s + Number(e.amount), 0);
@@ -280,11 +320,21 @@ async function main(): Promise<number> {
     }
   }
   await api.disconnect();
-  const versions = await db('work_versions as v').join('works as w', 'w.id', 'v.work_id').where('w.organization_id', org).select('w.ats_id', 'v.version');
+  const versions = await db('work_versions as v')
+    .join('works as w', 'w.id', 'v.work_id')
+    .where('w.organization_id', org)
+    .select('w.ats_id', 'v.version');
   const indexed = new Set(versions.map((v) => `${v.ats_id}/${v.version}`));
-  const chainOk = versions.length === finalized.length && [...indexed].every((k) => anchors.get(k) === 1) && [...anchors.keys()].every((k) => indexed.has(k)) && indexed.size === versions.length;
+  const chainOk =
+    versions.length === finalized.length &&
+    [...indexed].every((k) => anchors.get(k) === 1) &&
+    [...anchors.keys()].every((k) => indexed.has(k)) &&
+    indexed.size === versions.length;
 
-  const deliveries = await db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.organization_id', org).select('d.id', 'd.status');
+  const deliveries = await db('webhook_deliveries as d')
+    .join('events as e', 'e.id', 'd.event_id')
+    .where('e.organization_id', org)
+    .select('d.id', 'd.status');
   const events = await db('events').where({ organization_id: org }).count<{ n: string }[]>('* as n');
   const deliveredRows = deliveries.filter((d) => d.status === 'delivered');
   const deadRows = deliveries.filter((d) => d.status === 'dead');
@@ -296,12 +346,14 @@ async function main(): Promise<number> {
 
   // shut down, then look for leftovers
   await outsider.disconnect();
-  await Promise.all(workers.map(async (w) => {
-    if (!w) return;
-    stoppedByUs.add(w);
-    w.kill('SIGTERM');
-    await w.exited;
-  }));
+  await Promise.all(
+    workers.map(async (w) => {
+      if (!w) return;
+      stoppedByUs.add(w);
+      w.kill('SIGTERM');
+      await w.exited;
+    }),
+  );
   receiver.close();
   await app.close();
   await chain.stop();
@@ -317,23 +369,50 @@ async function main(): Promise<number> {
   });
 
   const rows: [string, boolean, string][] = [
-    ['load driven', errors.length === 0, `${confirmed.length} confirmed (${REGISTRATIONS} registrations, ${VERSIONS} versions asked)${errors.length ? `; ${errors.length} driver errors: ${errors[0]}` : ''}`],
-    ['every confirmed transaction finalized or failed', txs.every((t) => t.status === 'finalized' || t.status === 'failed') && confirmed.every((id) => txs.some((t) => t.id === id)), `${finalized.length} finalized, ${failed.length} failed, ${txs.length - finalized.length - failed.length} open`],
+    [
+      'load driven',
+      errors.length === 0,
+      `${confirmed.length} confirmed (${REGISTRATIONS} registrations, ${VERSIONS} versions asked)${errors.length ? `; ${errors.length} driver errors: ${errors[0]}` : ''}`,
+    ],
+    [
+      'every confirmed transaction finalized or failed',
+      txs.every((t) => t.status === 'finalized' || t.status === 'failed') && confirmed.every((id) => txs.some((t) => t.id === id)),
+      `${finalized.length} finalized, ${failed.length} failed, ${txs.length - finalized.length - failed.length} open`,
+    ],
     ['nothing failed for a passing fault', failed.length === 0, `${failed.length} failed`],
     ['charged exactly once, refunded exactly once', exactlyOnce, 'one debit each; failed ones one refund of the same amount'],
     ['ledger sum = granted − charges + refunds', ledgerOk, `balance ${orgRow.credit_balance} = ${grants} ${charges} + ${refunds}`],
     [
       'every work on chain once in the index',
       chainOk,
-      `${versions.length} indexed versions, ${anchors.size} anchors on chain (${best} blocks)${chainOk ? '' : `; anchored twice: ${[...anchors].filter(([, n]) => n > 1).map(([k]) => k).join(' ') || 'none'}; indexed, not anchored once: ${[...indexed].filter((k) => anchors.get(k) !== 1).join(' ') || 'none'}; anchored, not indexed: ${[...anchors.keys()].filter((k) => !indexed.has(k)).join(' ') || 'none'}`}`,
+      `${versions.length} indexed versions, ${anchors.size} anchors on chain (${best} blocks)${
+        chainOk
+          ? ''
+          : `; anchored twice: ${
+              [...anchors]
+                .filter(([, n]) => n > 1)
+                .map(([k]) => k)
+                .join(' ') || 'none'
+            }; indexed, not anchored once: ${[...indexed].filter((k) => anchors.get(k) !== 1).join(' ') || 'none'}; anchored, not indexed: ${[...anchors.keys()].filter((k) => !indexed.has(k)).join(' ') || 'none'}`
+      }`,
     ],
-    ['every event delivered or dead-lettered', eventsOk, `${deliveredRows.length} delivered, ${deadRows.length} dead of ${deliveries.length} events`],
-    ['no worker died but of the tool\'s SIGKILL', deaths.length === 0, deaths.length ? deaths.join('; ') : `${spawned.length - counts.killed} ended by SIGTERM, ${counts.killed} by SIGKILL`],
+    [
+      'every event delivered or dead-lettered',
+      eventsOk,
+      `${deliveredRows.length} delivered, ${deadRows.length} dead of ${deliveries.length} events`,
+    ],
+    [
+      "no worker died but of the tool's SIGKILL",
+      deaths.length === 0,
+      deaths.length ? deaths.join('; ') : `${spawned.length - counts.killed} ended by SIGTERM, ${counts.killed} by SIGKILL`,
+    ],
     ['no process leaked', alive.length === 0, `${spawned.length} worker processes started, ${alive.length} alive`],
   ];
   process.stdout.write(`\n| check | result | detail |\n|---|---|---|\n`);
   for (const [name, ok, detail] of rows) process.stdout.write(`| ${name} | ${ok ? 'PASS' : 'FAIL'} | ${detail} |\n`);
-  process.stdout.write(`\nchaos: ${counts.killed} worker SIGKILLs, ${counts.redisRestarts} Redis restart (data lost), ${counts.chainOutages} chain outage of 20 s, ${counts.outsideNonces} relayer nonces taken from outside, receiver failing half; ${Math.round((Date.now() - started) / 1000)} s in all\n`);
+  process.stdout.write(
+    `\nchaos: ${counts.killed} worker SIGKILLs, ${counts.redisRestarts} Redis restart (data lost), ${counts.chainOutages} chain outage of 20 s, ${counts.outsideNonces} relayer nonces taken from outside, receiver failing half; ${Math.round((Date.now() - started) / 1000)} s in all\n`,
+  );
   return rows.every(([, ok]) => ok) ? 0 : 1;
 }
 

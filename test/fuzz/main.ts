@@ -27,7 +27,9 @@ async function lifecycle(): Promise<number> {
   try {
     process.stdout.write(`running ${runs} lifecycle sequences, seed ${seed}\n`);
     const stats = await runLifecycle(target, { numRuns: runs, seed });
-    process.stdout.write(`${stats.sequences} sequences (${stats.commands} commands drawn, ${stats.requests} requests) in ${((Date.now() - started) / 1000).toFixed(1)} s: every invariant held\n`);
+    process.stdout.write(
+      `${stats.sequences} sequences (${stats.commands} commands drawn, ${stats.requests} requests) in ${((Date.now() - started) / 1000).toFixed(1)} s: every invariant held\n`,
+    );
     return 0;
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${String((err as Error).cause ?? '')}\n`);
@@ -51,8 +53,13 @@ async function main(): Promise<number> {
   try {
     process.stdout.write(`fuzzing ${cases} cases, seed ${seed}\n`);
     await runFuzz(await fuzzTarget(app), { numRuns: cases, seed });
-    const statuses = [...fuzzStats.byStatus.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ');
-    process.stdout.write(`${fuzzStats.cases} requests in ${((Date.now() - started) / 1000).toFixed(1)} s, 0 invariant violations (${statuses})\n`);
+    const statuses = [...fuzzStats.byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ');
+    process.stdout.write(
+      `${fuzzStats.cases} requests in ${((Date.now() - started) / 1000).toFixed(1)} s, 0 invariant violations (${statuses})\n`,
+    );
     return 0;
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);

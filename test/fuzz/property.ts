@@ -24,7 +24,8 @@ export interface FuzzRequest {
   readonly query: string;
   readonly credential: string;
   readonly headers: Record<string, string>;
-  readonly body: { kind: 'json'; value: unknown; unstorable?: boolean } | { kind: 'raw'; bytes: Uint8Array; type: string } | { kind: 'none' };
+  readonly body:
+    { kind: 'json'; value: unknown; unstorable?: boolean } | { kind: 'raw'; bytes: Uint8Array; type: string } | { kind: 'none' };
 }
 
 const pct = (s: string) => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
@@ -36,7 +37,22 @@ const hostileString = fc.oneof(
   { weight: 1, arbitrary: fc.nat({ max: 2000 }).map((n) => 'x'.repeat(n * 37)) },
   {
     weight: 3,
-    arbitrary: fc.constantFrom('', ' ', '\u0000', '0', '-1', '1e309', 'NaN', 'null', '../../etc/passwd', '%00', '0x' + 'f'.repeat(64), 'x'.repeat(256), 'é'.repeat(128), '🎵'.repeat(70)),
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '\u0000',
+      '0',
+      '-1',
+      '1e309',
+      'NaN',
+      'null',
+      '../../etc/passwd',
+      '%00',
+      '0x' + 'f'.repeat(64),
+      'x'.repeat(256),
+      'é'.repeat(128),
+      '🎵'.repeat(70),
+    ),
   },
 );
 
@@ -49,7 +65,9 @@ const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
 
 /** A valid body of each documented field, trimmed to the fields of the operation at hand. */
 function templateBody(op: Operation): Record<string, unknown> {
-  const props = Object.keys(((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>);
+  const props = Object.keys(
+    ((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>,
+  );
   const body: Record<string, unknown> = {
     network: 'testnet',
     title: 'Fuzz',
@@ -67,19 +85,31 @@ function templateBody(op: Operation): Record<string, unknown> {
 
 /** A body close to a valid one, with one field broken, missing or extra. */
 function mutatedBody(op: Operation): fc.Arbitrary<unknown> {
-  const props = Object.keys(((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>);
+  const props = Object.keys(
+    ((op.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>,
+  );
   if (!props.length) return hostileJson;
-  return fc.record({ field: fc.constantFrom(...props, '__proto__', 'constructor', 'extra'), value: fc.oneof(hostileString, hostileJson), drop: fc.boolean() }).map(({ field, value, drop }) => {
-    const body = templateBody(op);
-    if (drop) delete body[field];
-    else body[field] = value;
-    return body;
-  });
+  return fc
+    .record({
+      field: fc.constantFrom(...props, '__proto__', 'constructor', 'extra'),
+      value: fc.oneof(hostileString, hostileJson),
+      drop: fc.boolean(),
+    })
+    .map(({ field, value, drop }) => {
+      const body = templateBody(op);
+      if (drop) delete body[field];
+      else body[field] = value;
+      return body;
+    });
 }
 
 /** Text PostgreSQL cannot store (contract §4): NUL and unpaired surrogates, alone or inside other text. */
 export const unstorableString = fc
-  .tuple(fc.string({ maxLength: 8 }), fc.constantFrom('\u0000', '\ud800', '\udbff', '\udc00', '\udfff', '\udfff\ud800'), fc.string({ maxLength: 8 }))
+  .tuple(
+    fc.string({ maxLength: 8 }),
+    fc.constantFrom('\u0000', '\ud800', '\udbff', '\udc00', '\udfff', '\udfff\ud800'),
+    fc.string({ maxLength: 8 }),
+  )
   .map(([before, bad, after]) => before + bad + after);
 
 /** The string leaves of a JSON value, as paths. */
@@ -108,7 +138,8 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   const param = (name: string) =>
     fc.oneof(
       fc.constant(
-        { organization_id: ids.organizationId, transaction_id: ids.transactionId, ats_id: ids.atsId, api_key_id: ids.apiKeyId }[name] ?? 'x',
+        { organization_id: ids.organizationId, transaction_id: ids.transactionId, ats_id: ids.atsId, api_key_id: ids.apiKeyId }[name] ??
+          'x',
       ),
       fc.uuid(),
       hostileString.filter((s) => s.length > 0),
@@ -121,17 +152,42 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
       path: fc.tuple(...names.map(param)).map((values) => names.reduce((p, name, i) => p.replace(`{${name}}`, pct(values[i]!)), op.path)),
       query: fc.oneof(
         fc.constant(''),
-        fc.record({ first: fc.oneof(fc.integer(), hostileString), after: hostileString, network: hostileString, external_user_ref: hostileString }, { requiredKeys: [] }).map(
-          (q) => '?' + Object.entries(q).map(([k, v]) => `${k}=${pct(String(v))}`).join('&'),
-        ),
+        fc
+          .record(
+            {
+              first: fc.oneof(fc.integer(), hostileString),
+              after: hostileString,
+              network: hostileString,
+              external_user_ref: hostileString,
+            },
+            { requiredKeys: [] },
+          )
+          .map(
+            (q) =>
+              '?' +
+              Object.entries(q)
+                .map(([k, v]) => `${k}=${pct(String(v))}`)
+                .join('&'),
+          ),
         // escapes UTF-8 cannot spell: a surrogate's CESU-8 bytes, a stray continuation byte, NUL
-        fc.record({ name: fc.constantFrom('external_user_ref', 'after', 'network', 'first'), escape: fc.constantFrom('%ED%A0%80', '%ED%BF%BF', '%FF', '%80', '%00', 'a%C3') }).map(({ name, escape }) => `?${name}=${escape}`),
+        fc
+          .record({
+            name: fc.constantFrom('external_user_ref', 'after', 'network', 'first'),
+            escape: fc.constantFrom('%ED%A0%80', '%ED%BF%BF', '%FF', '%80', '%00', 'a%C3'),
+          })
+          .map(({ name, escape }) => `?${name}=${escape}`),
       ),
       credential: fc.constantFrom(...Object.keys(target.credentials)),
       headers: fc.oneof(
         { weight: 6, arbitrary: fc.constant({}) },
-        { weight: 2, arbitrary: fc.record({ 'Idempotency-Key': fc.string({ maxLength: 300 }).map((s) => s.replace(/[^\x21-\x7e]/g, 'k') || 'k') }) },
-        { weight: 2, arbitrary: fc.record({ 'X-Request-Id': fc.string({ maxLength: 200 }).map((s) => s.replace(/[^\x21-\x7e]/g, 'r') || 'r') }) },
+        {
+          weight: 2,
+          arbitrary: fc.record({ 'Idempotency-Key': fc.string({ maxLength: 300 }).map((s) => s.replace(/[^\x21-\x7e]/g, 'k') || 'k') }),
+        },
+        {
+          weight: 2,
+          arbitrary: fc.record({ 'X-Request-Id': fc.string({ maxLength: 200 }).map((s) => s.replace(/[^\x21-\x7e]/g, 'r') || 'r') }),
+        },
         { weight: 1, arbitrary: fc.integer({ min: 8_000, max: 40_000 }).map((n) => ({ 'X-Padding': 'p'.repeat(n) })) },
       ),
       body: fc.oneof(
@@ -140,8 +196,20 @@ export function fuzzRequest(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
         mutatedBody(op).map((value) => ({ kind: 'json' as const, value })),
         hostileJson.map((value) => ({ kind: 'json' as const, value })),
         // deeply nested JSON, as text: a parser's recursion is the target
-        fc.integer({ min: 100, max: 200_000 }).map((depth) => ({ kind: 'raw' as const, bytes: Buffer.from('['.repeat(depth) + ']'.repeat(depth)), type: 'application/json' })),
-        fc.record({ bytes: fc.uint8Array({ maxLength: 2000 }), type: fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1') }).map((r) => ({ kind: 'raw' as const, ...r })),
+        fc
+          .integer({ min: 100, max: 200_000 })
+          .map((depth) => ({ kind: 'raw' as const, bytes: Buffer.from('['.repeat(depth) + ']'.repeat(depth)), type: 'application/json' })),
+        fc
+          .record({
+            bytes: fc.uint8Array({ maxLength: 2000 }),
+            type: fc.constantFrom(
+              'application/json',
+              'text/plain',
+              'application/x-www-form-urlencoded',
+              'application/json; charset=latin1',
+            ),
+          })
+          .map((r) => ({ kind: 'raw' as const, ...r })),
       ),
     });
   });
@@ -189,7 +257,8 @@ export async function violation(target: FuzzTarget, req: FuzzRequest): Promise<s
   fuzzStats.cases++;
   fuzzStats.byStatus.set(res.status, (fuzzStats.byStatus.get(res.status) ?? 0) + 1);
   if (res.status >= 500) return `${method} ${req.path} → ${res.status} ${text.slice(0, 300)}`;
-  if (req.body.kind === 'json' && req.body.unstorable && res.status < 400) return `${method} ${req.path} → ${res.status}: accepted text PostgreSQL cannot store`;
+  if (req.body.kind === 'json' && req.body.unstorable && res.status < 400)
+    return `${method} ${req.path} → ${res.status}: accepted text PostgreSQL cannot store`;
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;

@@ -94,7 +94,11 @@ export async function call<T = any>(base: string, method: string, path: string, 
 }
 
 /** Asserts the error envelope of contract §1 and returns it. */
-export function expectError(reply: Reply, status: number, code: string): { code: string; message: string; request_id: string; details?: unknown } {
+export function expectError(
+  reply: Reply,
+  status: number,
+  code: string,
+): { code: string; message: string; request_id: string; details?: unknown } {
   const { error } = (reply.body ?? {}) as { error?: { code: string; message: string; request_id: string } };
   if (reply.status !== status || !error || error.code !== code) {
     throw new Error(`expected ${status} ${code}, got ${reply.status} ${reply.text.slice(0, 300)}`);

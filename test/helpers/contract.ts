@@ -51,7 +51,10 @@ export function checkResponse(method: string, url: string, status: number, conte
 function against(op: Operation, status: number, contentType: string | null, body: unknown): string | undefined {
   const success = op.responses[status];
   if (success) {
-    if (!success.schema) return success.contentType && !contentType?.startsWith(success.contentType) && success.contentType !== 'application/octet-stream' ? `content type ${contentType}` : undefined;
+    if (!success.schema)
+      return success.contentType && !contentType?.startsWith(success.contentType) && success.contentType !== 'application/octet-stream'
+        ? `content type ${contentType}`
+        : undefined;
     const validate = compiled(`${op.id}:${status}`, () => success.schema!);
     return validate(body) ? undefined : ajv.errorsText(validate.errors);
   }

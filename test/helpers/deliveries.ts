@@ -58,10 +58,14 @@ export async function deliverEvent(ctx: Resources, url: string): Promise<TestDel
 
 /** The delivery's row once it reaches `status` (PostgreSQL polled, bounded). */
 export function deliveryReaches(ctx: Resources, deliveryId: string, status: 'pending' | 'delivered' | 'dead', timeoutMs?: number) {
-  return eventually(async () => {
-    const row = await ctx.db('webhook_deliveries').where({ id: deliveryId }).first();
-    return row?.status === status ? row : undefined;
-  }, `delivery ${deliveryId} to be ${status}`, timeoutMs);
+  return eventually(
+    async () => {
+      const row = await ctx.db('webhook_deliveries').where({ id: deliveryId }).first();
+      return row?.status === status ? row : undefined;
+    },
+    `delivery ${deliveryId} to be ${status}`,
+    timeoutMs,
+  );
 }
 
 export function attemptRows(ctx: Resources, deliveryId: string) {

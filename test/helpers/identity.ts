@@ -5,7 +5,11 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'j
  * A third-party OpenID Connect provider stand-in: its JWKS is served through nock (the one piece of HTTP
  * the tests cannot run themselves), and tests mint tokens with its private key.
  */
-export const IDP = { issuer: 'https://idp.example.test/', audience: 'works-api', jwksUrl: 'https://idp.example.test/.well-known/jwks.json' };
+export const IDP = {
+  issuer: 'https://idp.example.test/',
+  audience: 'works-api',
+  jwksUrl: 'https://idp.example.test/.well-known/jwks.json',
+};
 
 let signingKey: CryptoKey;
 let publicJwk: JWK;
@@ -15,7 +19,10 @@ export async function startIdentityProvider(): Promise<void> {
   signingKey = pair.privateKey;
   publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'test-key', alg: 'RS256', use: 'sig' };
   const url = new URL(IDP.jwksUrl);
-  nock(url.origin).persist().get(url.pathname).reply(200, { keys: [publicJwk] });
+  nock(url.origin)
+    .persist()
+    .get(url.pathname)
+    .reply(200, { keys: [publicJwk] });
 }
 
 export function stopIdentityProvider(): void {

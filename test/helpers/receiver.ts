@@ -17,7 +17,9 @@ export class WebhookReceiver {
   private readonly events = new EventEmitter();
   private server!: http.Server;
   url = '';
-  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang' = () => ({ status: 200 });
+  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang' = () => ({
+    status: 200,
+  });
 
   /** Listens on `host` (127.0.0.1, or another loopback address) and `port` (a free one by default). */
   async start(host = '127.0.0.1', port = 0): Promise<this> {

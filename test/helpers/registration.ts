@@ -35,7 +35,12 @@ export interface Registered extends Quoted {
 }
 
 /** init → PUT → prepare, asserting each step's status: a binding quote, not yet confirmed. */
-export async function quote(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Quoted> {
+export async function quote(
+  base: string,
+  token: string,
+  body: Record<string, unknown> = initBody(),
+  audio = randomBytes(64 * 1024),
+): Promise<Quoted> {
   const init = await call(base, 'POST', '/v1/works/init', { token, body });
   if (init.status !== 200) throw new Error(`init: ${init.status} ${init.text}`);
   const put = await upload(init.body.upload_url, audio);
@@ -46,7 +51,12 @@ export async function quote(base: string, token: string, body: Record<string, un
 }
 
 /** init → PUT → prepare → confirm. */
-export async function register(base: string, token: string, body: Record<string, unknown> = initBody(), audio = randomBytes(64 * 1024)): Promise<Registered> {
+export async function register(
+  base: string,
+  token: string,
+  body: Record<string, unknown> = initBody(),
+  audio = randomBytes(64 * 1024),
+): Promise<Registered> {
   const quoted = await quote(base, token, body, audio);
   const confirm = await call(base, 'POST', '/v1/works/confirm', { token, body: { job_id: quoted.jobId } });
   return { ...quoted, confirm };
@@ -63,7 +73,13 @@ export interface Versioned {
  * Adds a version to the work `atsId`: metadata only (init) when no audio is given, else with new audio
  * (init-upload, PUT); then prepare and confirm. Asserts init and prepare succeed.
  */
-export async function addVersion(base: string, token: string, atsId: number, body: Record<string, unknown>, audio?: Buffer): Promise<Versioned> {
+export async function addVersion(
+  base: string,
+  token: string,
+  atsId: number,
+  body: Record<string, unknown>,
+  audio?: Buffer,
+): Promise<Versioned> {
   const path = `/v1/works/${atsId}/versions`;
   const init = await call(base, 'POST', `${path}/${audio ? 'init-upload' : 'init'}`, { token, body });
   if (init.status !== 200) throw new Error(`version init: ${init.status} ${init.text}`);
@@ -79,8 +95,12 @@ export async function addVersion(base: string, token: string, atsId: number, bod
 
 /** Waits until the transaction is terminal (finalized or failed); returns its row. */
 export function settled(ctx: Resources, txId: string, timeoutMs = 120_000): Promise<Record<string, any>> {
-  return eventually(async () => {
-    const row = await ctx.db('transactions').where({ id: txId }).first();
-    return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
-  }, `transaction ${txId} to settle`, timeoutMs);
+  return eventually(
+    async () => {
+      const row = await ctx.db('transactions').where({ id: txId }).first();
+      return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
+    },
+    `transaction ${txId} to settle`,
+    timeoutMs,
+  );
 }

@@ -12,7 +12,10 @@ export interface TestWorkers {
 }
 
 /** Real BullMQ workers in this process, with their own connections, like a `worker` process. */
-export async function startTestWorkers(config: Config = testServices().config, queues: QueueName[] = ['prepare', 'chain', 'webhooks']): Promise<TestWorkers> {
+export async function startTestWorkers(
+  config: Config = testServices().config,
+  queues: QueueName[] = ['prepare', 'chain', 'webhooks'],
+): Promise<TestWorkers> {
   const context = openResources(config, testLogger(), 'dev');
   await whenConnected(context);
   const running = startWorkers(context, queues, PROCESSORS);
@@ -66,10 +69,16 @@ export interface WorkerProcess {
 export function spawnWorker(env: Env, nodeArgs: string[] = [], logFd?: number): WorkerProcess {
   const root = path.resolve(__dirname, '../..');
   // its log lines (stdout) go to `logFd` when given
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'jobs/main.ts'], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', logFd ?? 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'jobs/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', logFd ?? 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   void exited.then(({ code }) => {
     if (code) process.stderr.write(`worker process exited ${code}: ${stderr}\n`);
   });

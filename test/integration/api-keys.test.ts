@@ -21,7 +21,16 @@ describe('API key management (spec 4.13, contract §2)', () => {
   it('creates a key and shows the token and webhook secret exactly once', async () => {
     const reply = await create({ name: 'backend', scopes: ['works:register', 'works:read'], webhook_url: 'https://partner.example/hooks' });
     expect(reply.status).to.equal(201);
-    expect(Object.keys(reply.body)).to.have.members(['id', 'name', 'prefix', 'scopes', 'webhook_url', 'created_at', 'token', 'webhook_secret']);
+    expect(Object.keys(reply.body)).to.have.members([
+      'id',
+      'name',
+      'prefix',
+      'scopes',
+      'webhook_url',
+      'created_at',
+      'token',
+      'webhook_secret',
+    ]);
     expect(isWellFormedToken(reply.body.token)).to.equal(true);
     expect(reply.body.prefix).to.equal(reply.body.token.slice(0, 16));
     expect(Buffer.from(reply.body.webhook_secret, 'base64')).to.have.length(32);
@@ -30,7 +39,16 @@ describe('API key management (spec 4.13, contract §2)', () => {
     const listed = await call(app.url, 'GET', `/v1/organizations/${org}/api-keys`, { token: admin });
     expect(listed.status).to.equal(200);
     const entry = listed.body.api_keys.find((k: { id: string }) => k.id === reply.body.id);
-    expect(Object.keys(entry)).to.have.members(['id', 'name', 'prefix', 'scopes', 'webhook_url', 'created_at', 'last_used_at', 'revoked_at']);
+    expect(Object.keys(entry)).to.have.members([
+      'id',
+      'name',
+      'prefix',
+      'scopes',
+      'webhook_url',
+      'created_at',
+      'last_used_at',
+      'revoked_at',
+    ]);
     expect(listed.text).to.not.include(reply.body.token);
     expect(listed.text).to.not.include(reply.body.webhook_secret);
   });
@@ -77,12 +95,27 @@ describe('API key management (spec 4.13, contract §2)', () => {
   });
 
   it("404 for an unknown key, another organization's key, or an unknown organization", async () => {
-    expectError(await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/00000000-0000-4000-8000-000000000000`, { token: admin }), 404, 'common.not_found');
+    expectError(
+      await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/00000000-0000-4000-8000-000000000000`, { token: admin }),
+      404,
+      'common.not_found',
+    );
     const other = await createOrg(app.context);
     const otherAdmin = await adminToken({ organizationId: other });
-    const foreign = await call(app.url, 'POST', `/v1/organizations/${other}/api-keys`, { token: otherAdmin, body: { name: 'o', scopes: ['works:read'] } });
-    expectError(await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/${foreign.body.id}`, { token: admin }), 404, 'common.not_found');
+    const foreign = await call(app.url, 'POST', `/v1/organizations/${other}/api-keys`, {
+      token: otherAdmin,
+      body: { name: 'o', scopes: ['works:read'] },
+    });
+    expectError(
+      await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/${foreign.body.id}`, { token: admin }),
+      404,
+      'common.not_found',
+    );
     const ghost = '11111111-1111-4111-8111-111111111111';
-    expectError(await call(app.url, 'GET', `/v1/organizations/${ghost}/api-keys`, { token: await adminToken({ organizationId: ghost }) }), 404, 'common.not_found');
+    expectError(
+      await call(app.url, 'GET', `/v1/organizations/${ghost}/api-keys`, { token: await adminToken({ organizationId: ghost }) }),
+      404,
+      'common.not_found',
+    );
   });
 });

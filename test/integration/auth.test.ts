@@ -65,8 +65,16 @@ describe('authentication and authorization (contract §1–2)', () => {
       const updater = await createKey(app.context, org, ['works:update']);
       const body = { network: 'testnet', creators: [{ full_name: 'A', roles: { author: true } }] };
       // version writes need works:update; past the scope check, an unknown work is 404
-      expectError(await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: registerOnly.token, body }), 403, 'auth.insufficient_scope');
-      expectError(await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: updater.token, body }), 404, 'common.not_found');
+      expectError(
+        await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: registerOnly.token, body }),
+        403,
+        'auth.insufficient_scope',
+      );
+      expectError(
+        await call(app.url, 'POST', '/v1/works/123456789/versions/init', { token: updater.token, body }),
+        404,
+        'common.not_found',
+      );
       expectError(await call(app.url, 'POST', '/v1/works/init', { token: updater.token, body }), 403, 'auth.insufficient_scope');
     });
 
@@ -102,10 +110,16 @@ describe('authentication and authorization (contract §1–2)', () => {
       try {
         const org = await createOrg(app.context);
         const key = await createKey(app.context, org);
-        expect((await call(second.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } })).status).to.equal(201);
+        expect((await call(second.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } })).status).to.equal(
+          201,
+        );
         const admin = await adminToken({ organizationId: org });
         expect((await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/${key.id}`, { token: admin })).status).to.equal(204);
-        expectError(await call(second.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } }), 401, 'auth.unauthorized');
+        expectError(
+          await call(second.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } }),
+          401,
+          'auth.unauthorized',
+        );
       } finally {
         await second.close();
       }
@@ -131,7 +145,14 @@ describe('authentication and authorization (contract §1–2)', () => {
       expectError(await list(org, await adminToken({ organizationId: org, key: privateKey })), 401, 'auth.unauthorized');
       const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
       const claims = Buffer.from(
-        JSON.stringify({ iss: IDP.issuer, aud: IDP.audience, sub: 'x', org_id: org, roles: ['admin'], exp: Math.floor(Date.now() / 1000) + 600 }),
+        JSON.stringify({
+          iss: IDP.issuer,
+          aud: IDP.audience,
+          sub: 'x',
+          org_id: org,
+          roles: ['admin'],
+          exp: Math.floor(Date.now() / 1000) + 600,
+        }),
       ).toString('base64url');
       expectError(await list(org, `${header}.${claims}.`), 401, 'auth.unauthorized');
     });

@@ -31,18 +31,32 @@ describe('batched submission through one relayer submitter', function () {
   it('finalizes 50 registrations confirmed at once in a handful of blocks, each charged once', async () => {
     const org = await createOrg(app.context, 1_000_000);
     const key = await createKey(app.context, org);
-    const quotes = await inBatches(Array.from({ length: 50 }, (_, i) => i), 10, () => quote(app.url, key.token));
-    const confirms = await Promise.all(quotes.map((q: Quoted) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })));
+    const quotes = await inBatches(
+      Array.from({ length: 50 }, (_, i) => i),
+      10,
+      () => quote(app.url, key.token),
+    );
+    const confirms = await Promise.all(
+      quotes.map((q: Quoted) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })),
+    );
     expect(confirms.map((c) => c.status)).to.deep.equal(Array(50).fill(202));
     const ids = confirms.map((c) => c.body.transaction_id as string);
 
     const startBlock = (await api.rpc.chain.getHeader()).number.toNumber();
     const workers = await startTestWorkers(stack.config, ['chain']);
     try {
-      await eventually(async () => {
-        const done = await app.context.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
-        return Number(done[0]!.count) === 50 ? true : undefined;
-      }, '50 finalized transactions', 240_000);
+      await eventually(
+        async () => {
+          const done = await app.context
+            .db('transactions')
+            .whereIn('id', ids)
+            .where({ status: 'finalized' })
+            .count<{ count: string }[]>('* as count');
+          return Number(done[0]!.count) === 50 ? true : undefined;
+        },
+        '50 finalized transactions',
+        240_000,
+      );
     } finally {
       await workers.stop();
     }
@@ -50,7 +64,9 @@ describe('batched submission through one relayer submitter', function () {
     const extrinsics = new Set(rows.map((r) => r.tx_hash)).size;
     const blocks = new Set(rows.map((r) => r.block_number)).size;
     const endBlock = (await api.rpc.chain.getHeader()).number.toNumber();
-    process.stdout.write(`      50 registrations: ${extrinsics} relayer extrinsics in ${blocks} blocks (chain advanced ${endBlock - startBlock} blocks)\n`);
+    process.stdout.write(
+      `      50 registrations: ${extrinsics} relayer extrinsics in ${blocks} blocks (chain advanced ${endBlock - startBlock} blocks)\n`,
+    );
     expect(extrinsics, 'registrations share batches').to.be.below(50);
     expect(blocks).to.be.at.most(extrinsics); // at most one relayer batch is signed per block
     // every batch is on chain, holding exactly the calls the index says it holds
@@ -61,8 +77,14 @@ describe('batched submission through one relayer submitter', function () {
       expect(extrinsic.hash.toHex()).to.equal(hash);
       expect((extrinsic.method.args[0] as unknown as unknown[]).length).to.equal(submission.items);
     }
-    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '50' }]);
-    const ledger = await app.context.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).select('kind', 'reference');
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+      { count: '50' },
+    ]);
+    const ledger = await app.context
+      .db('credit_ledger')
+      .where({ organization_id: org })
+      .whereIn('reference', ids)
+      .select('kind', 'reference');
     expect(ledger.map((e) => e.kind)).to.deep.equal(Array(50).fill('debit'));
     expect(new Set(ledger.map((e) => e.reference)).size).to.equal(50);
   });
@@ -81,9 +103,15 @@ describe('batched submission through one relayer submitter', function () {
     await app.context.db('transactions').where({ id: ids[1] }).update({ call_hex: bad });
 
     await deps.submitter.drain('testnet');
-    const first = await app.context.db('transactions').whereIn('id', ids).select('id', 'submission_id', 'batch_index', 'status', 'result', 'signings');
+    const first = await app.context
+      .db('transactions')
+      .whereIn('id', ids)
+      .select('id', 'submission_id', 'batch_index', 'status', 'result', 'signings');
     const byId = new Map(first.map((r) => [r.id as string, r]));
-    const batch = await app.context.db('chain_submissions').where({ id: byId.get(ids[0]!)!.submission_id }).first();
+    const batch = await app.context
+      .db('chain_submissions')
+      .where({ id: byId.get(ids[0]!)!.submission_id })
+      .first();
     expect(batch.items).to.be.at.least(3); // the three rode one batch (with anything else that was ready)
     expect(byId.get(ids[1]!)).to.deep.include({ status: 'failed', submission_id: batch.id });
     expect(byId.get(ids[1]!)!.result.error.code).to.equal('chain.extrinsic_failed');
@@ -95,7 +123,12 @@ describe('batched submission through one relayer submitter', function () {
     if ('forceBatch' in api.tx.utility) expect(third.submission_id).to.equal(batch.id);
     else expect([third.submission_id !== batch.id, third.signings]).to.deep.equal([true, 2]);
 
-    const ledger = await app.context.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).orderBy('id').select('kind', 'reference');
+    const ledger = await app.context
+      .db('credit_ledger')
+      .where({ organization_id: org })
+      .whereIn('reference', ids)
+      .orderBy('id')
+      .select('kind', 'reference');
     expect(ledger.filter((e) => e.kind === 'refund').map((e) => e.reference)).to.deep.equal([ids[1]]);
     expect(ledger.filter((e) => e.kind === 'debit')).to.have.length(3);
     expect(await app.context.db('works').where({ organization_id: org }).pluck('id')).to.have.members([regs[0]!.jobId, regs[2]!.jobId]);
@@ -138,4 +171,3 @@ describe('batched submission through one relayer submitter', function () {
     expect(dryRuns, 'the first alone; the pair that waited, then each of its halves').to.equal(4);
   });
 });
-

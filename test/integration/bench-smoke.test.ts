@@ -22,7 +22,11 @@ describe('benchmarks (smoke)', function () {
 
   before(async () => {
     out = mkdtempSync(path.join(os.tmpdir(), 'works-bench-smoke-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], { cwd: root, env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], {
+      cwd: root,
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     code = await new Promise((resolve) => child.once('exit', resolve));

@@ -35,7 +35,8 @@ describe('the relayer against a chain that is not as the database remembers it',
   after(() => api.disconnect());
 
   const relayer = () => new Keyring({ type: 'sr25519' }).addFromUri(testServices().env.RELAYER_SEED_TESTNET!);
-  const debitsAndRefunds = async (org: string) => (await app.context.db('credit_ledger').where({ organization_id: org }).whereNot({ kind: 'grant' }).orderBy('id')).map((e) => e.kind);
+  const debitsAndRefunds = async (org: string) =>
+    (await app.context.db('credit_ledger').where({ organization_id: org }).whereNot({ kind: 'grant' }).orderBy('id')).map((e) => e.kind);
 
   it('a nonce taken by another sender between signing and sending: the pool refuses, the call is signed again and lands once', async () => {
     const org = await createOrg(app.context, 1000);
@@ -43,8 +44,13 @@ describe('the relayer against a chain that is not as the database remembers it',
     const r = await register(app.url, key.token);
     const txId = r.confirm.body.transaction_id as string;
     const dying = new DiesBeforeSending(app.context.chains);
-    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch(() => undefined);
-    const first = await app.context.db('chain_submissions').where({ id: (await app.context.db('transactions').where({ id: txId }).first()).submission_id }).first();
+    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch(
+      () => undefined,
+    );
+    const first = await app.context
+      .db('chain_submissions')
+      .where({ id: (await app.context.db('transactions').where({ id: txId }).first()).submission_id })
+      .first();
     expect(first.status).to.equal('signed');
 
     // something else uses the relayer's account with that very nonce, and gets into a block first
@@ -60,19 +66,33 @@ describe('the relayer against a chain that is not as the database remembers it',
     expect(done.status).to.equal('finalized');
     expect((await app.context.db('chain_submissions').where({ id: first.id }).first()).status).to.equal('expired');
     const row = await app.context.db('transactions').where({ id: txId }).first();
-    expect(Number((await app.context.db('chain_submissions').where({ id: row.submission_id }).first()).nonce)).to.be.greaterThan(Number(first.nonce));
+    expect(Number((await app.context.db('chain_submissions').where({ id: row.submission_id }).first()).nonce)).to.be.greaterThan(
+      Number(first.nonce),
+    );
     expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
   });
 
   it('a remembered nonce far ahead of the chain (a restored backup, a chain started afresh) is not used: registrations land', async () => {
     const relayerAddress = relayer().address;
     const chainNonce = (await api.rpc.system.accountNextIndex(relayerAddress)).toNumber();
-    await app.context.db('relayer_nonces').where({ network: 'testnet', address: relayerAddress }).update({ next_nonce: chainNonce + 51 });
+    await app.context
+      .db('relayer_nonces')
+      .where({ network: 'testnet', address: relayerAddress })
+      .update({ next_nonce: chainNonce + 51 });
     // and a batch left "signed" at a nonce the chain has not reached: the pool refuses it as from the future
     const anchors = new AnchorService(app.context.chains);
     const stale = await anchors.signBatch('testnet', [api.tx.system.remarkWithEvent('0x00').method.toHex()], chainNonce + 50);
     const genesis = (await anchors.genesisHash('testnet')).toString('hex');
-    await app.context.db('chain_submissions').insert({ network: 'testnet', relayer: relayerAddress, nonce: chainNonce + 50, genesis_hash: genesis, extrinsic_hex: stale.hex, tx_hash: stale.hash, signed_at_block: stale.signedAtBlock, items: 0 });
+    await app.context.db('chain_submissions').insert({
+      network: 'testnet',
+      relayer: relayerAddress,
+      nonce: chainNonce + 50,
+      genesis_hash: genesis,
+      extrinsic_hex: stale.hex,
+      tx_hash: stale.hash,
+      signed_at_block: stale.signedAtBlock,
+      items: 0,
+    });
 
     const workers = await startTestWorkers(stack.config, ['chain']);
     try {
@@ -83,7 +103,10 @@ describe('the relayer against a chain that is not as the database remembers it',
       expect(await debitsAndRefunds(org)).to.deep.equal(['debit', 'debit', 'debit']);
       // the batch from the future is never signed over while the node may hold it; the new ones took the
       // chain's nonces below it, not the remembered one
-      const used = await app.context.db('chain_submissions').whereIn('id', app.context.db('transactions').whereIn('id', txs).select('submission_id')).pluck('nonce');
+      const used = await app.context
+        .db('chain_submissions')
+        .whereIn('id', app.context.db('transactions').whereIn('id', txs).select('submission_id'))
+        .pluck('nonce');
       for (const nonce of used) expect(Number(nonce)).to.be.within(chainNonce, chainNonce + 49);
       expect(['signed', 'rejected']).to.include((await app.context.db('chain_submissions').where({ tx_hash: stale.hash }).first()).status);
     } finally {
@@ -100,12 +123,18 @@ describe('the relayer against a chain that is not as the database remembers it',
     // the database's chain state belongs to a chain the node does not serve
     const real = (await new AnchorService(app.context.chains).genesisHash('testnet')).toString('hex');
     const other = 'ab'.repeat(32);
-    await app.context.db.raw('INSERT INTO chain_genesis (network, genesis_hash) VALUES (?, ?) ON CONFLICT (network) DO UPDATE SET genesis_hash = EXCLUDED.genesis_hash', ['testnet', other]);
+    await app.context.db.raw(
+      'INSERT INTO chain_genesis (network, genesis_hash) VALUES (?, ?) ON CONFLICT (network) DO UPDATE SET genesis_hash = EXCLUDED.genesis_hash',
+      ['testnet', other],
+    );
     const strict = await startTestWorkers(stack.config, ['chain']);
     let txId: string;
     try {
       txId = (await register(app.url, key.token)).confirm.body.transaction_id as string;
-      await eventually(async () => (ours().some((l) => l.includes(`this database's submissions were made on ${other}`)) ? true : undefined), 'the refusal to submit, logged');
+      await eventually(
+        async () => (ours().some((l) => l.includes(`this database's submissions were made on ${other}`)) ? true : undefined),
+        'the refusal to submit, logged',
+      );
       const row = await app.context.db('transactions').where({ id: txId }).first();
       expect(row.status).to.equal('pending');
       expect(row.submission_id).to.equal(null);
@@ -127,6 +156,8 @@ describe('the relayer against a chain that is not as the database remembers it',
   });
 
   it('CHAIN_FORGET_ON_NEW_GENESIS is refused in production', () => {
-    expect(() => configWith({ NODE_ENV: 'production', CHAIN_FORGET_ON_NEW_GENESIS: 'true' })).to.throw(/CHAIN_FORGET_ON_NEW_GENESIS must not be set in production/);
+    expect(() => configWith({ NODE_ENV: 'production', CHAIN_FORGET_ON_NEW_GENESIS: 'true' })).to.throw(
+      /CHAIN_FORGET_ON_NEW_GENESIS must not be set in production/,
+    );
   });
 });

@@ -36,16 +36,26 @@ async function anchoredAtsIds(api: ApiPromise, from: number, to: number): Promis
 
 /** Every transaction finalized, one work each, one debit each, no refund, each anchor exactly once on chain. */
 async function expectExactlyOnce(ctx: Resources, api: ApiPromise, org: string, ids: string[], fromBlock: number): Promise<void> {
-  await eventually(async () => {
-    const done = await ctx.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
-    return Number(done[0]!.count) === ids.length ? true : undefined;
-  }, `${ids.length} finalized transactions`, 120_000);
+  await eventually(
+    async () => {
+      const done = await ctx.db('transactions').whereIn('id', ids).where({ status: 'finalized' }).count<{ count: string }[]>('* as count');
+      return Number(done[0]!.count) === ids.length ? true : undefined;
+    },
+    `${ids.length} finalized transactions`,
+    120_000,
+  );
   const rows = await ctx.db('transactions').whereIn('id', ids).select('ats_id');
-  expect(await ctx.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: String(ids.length) }]);
+  expect(await ctx.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+    { count: String(ids.length) },
+  ]);
   const ledger = await ctx.db('credit_ledger').where({ organization_id: org }).whereIn('reference', ids).select('kind');
   expect(ledger.map((e) => e.kind)).to.deep.equal(Array(ids.length).fill('debit'));
   const onChain = await anchoredAtsIds(api, fromBlock, (await api.rpc.chain.getHeader()).number.toNumber());
-  for (const { ats_id } of rows) expect(onChain.filter((id) => id === Number(ats_id)), `anchors of ats_id ${ats_id}`).to.have.length(1);
+  for (const { ats_id } of rows)
+    expect(
+      onChain.filter((id) => id === Number(ats_id)),
+      `anchors of ats_id ${ats_id}`,
+    ).to.have.length(1);
 }
 
 describe('chain work under faults', function () {
@@ -57,7 +67,9 @@ describe('chain work under faults', function () {
     // web and prepare here; the chain worker is a process of its own, killed mid-way
     const stack = useStack({ env, queues: ['prepare'] });
     let api: ApiPromise;
-    before(async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })));
+    before(
+      async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })),
+    );
     after(() => api.disconnect());
 
     const points = {
@@ -77,7 +89,10 @@ describe('chain work under faults', function () {
         const worker = spawnWorker({ ...testServices().env, ...env, WORKER_QUEUES: 'chain', WORKS_FAILPOINT: point, LOG_LEVEL: 'warn' });
         expect((await worker.exited).signal).to.equal('SIGKILL');
         const atCrash = await app.context.db('transactions').whereIn('id', ids).pluck('status');
-        expect(atCrash.filter((s) => s !== 'finalized'), 'work left unfinished by the crash').to.not.have.length(0);
+        expect(
+          atCrash.filter((s) => s !== 'finalized'),
+          'work left unfinished by the crash',
+        ).to.not.have.length(0);
 
         // another worker takes the dead one's jobs once their locks lapse
         const workers = await startTestWorkers(stack.config, ['chain']);
@@ -95,7 +110,9 @@ describe('chain work under faults', function () {
     const env: Env = { REDIS_PREFIX: prefix, WORKER_LOCK_MS: '2000', RECONCILE_EVERY_MS: '1000', RECONCILE_IDLE_SECONDS: '1' };
     const stack = useStack({ env, queues: ['prepare'] });
     let api: ApiPromise;
-    before(async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })));
+    before(
+      async () => (api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true })),
+    );
     after(() => api.disconnect());
 
     it('the reconciler finishes every confirmed transaction from PostgreSQL', async () => {
@@ -106,7 +123,13 @@ describe('chain work under faults', function () {
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) ids.push((await register(app.url, key.token)).confirm.body.transaction_id);
       // a worker gets part of the way (one batch in a block), then dies
-      const worker = spawnWorker({ ...testServices().env, ...env, WORKER_QUEUES: 'chain', WORKS_FAILPOINT: 'chain.in_block', LOG_LEVEL: 'warn' });
+      const worker = spawnWorker({
+        ...testServices().env,
+        ...env,
+        WORKER_QUEUES: 'chain',
+        WORKS_FAILPOINT: 'chain.in_block',
+        LOG_LEVEL: 'warn',
+      });
       expect((await worker.exited).signal).to.equal('SIGKILL');
 
       // every key of this deployment is gone: queues, jobs, locks, quotes
@@ -134,7 +157,8 @@ describe('chain work under faults', function () {
     let app: TestApp;
     let workers: TestWorkers;
     let api: ApiPromise;
-    const start = async (resume: boolean) => startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
+    const start = async (resume: boolean) =>
+      startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
 
     before(async () => {
       port = await freePort();
@@ -160,7 +184,9 @@ describe('chain work under faults', function () {
       for (let i = 0; i < 3; i++) quotes.push(await quote(app.url, key.token));
 
       await chain.stop();
-      const confirms = await Promise.all(quotes.map((q) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })));
+      const confirms = await Promise.all(
+        quotes.map((q) => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })),
+      );
       expect(confirms.map((c) => c.status)).to.deep.equal([202, 202, 202]);
       const ids = confirms.map((c) => c.body.transaction_id as string);
       const ready = await eventually(async () => {
@@ -172,7 +198,10 @@ describe('chain work under faults', function () {
       // the outage itself: 20 s by the issue's definition, not a wait for something to happen
       await new Promise((r) => setTimeout(r, 20_000));
       const during = await app.context.db('transactions').whereIn('id', ids).pluck('status');
-      expect(during.filter((s) => s === 'failed'), 'nothing fails for the outage alone').to.have.length(0);
+      expect(
+        during.filter((s) => s === 'failed'),
+        'nothing fails for the outage alone',
+      ).to.have.length(0);
       expect(await app.context.queues.chain.getJobCounts('failed')).to.deep.equal({ failed: 0 });
 
       chain = await start(true);
@@ -188,7 +217,8 @@ describe('chain work under faults', function () {
     let app: TestApp;
     let preparer: TestWorkers;
     let env: Env;
-    const start = async (resume: boolean) => startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
+    const start = async (resume: boolean) =>
+      startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 'instant', port, db: dbFile, resume });
 
     before(async () => {
       port = await freePort();
@@ -217,13 +247,21 @@ describe('chain work under faults', function () {
       void worker.exited.then(() => (exited = true));
       try {
         const log = () => fs.readFileSync(logFile, 'utf8');
-        await eventually(async () => (log().includes('not ready: the testnet node is unreachable') ? true : undefined), 'the worker to say it is not ready', 60_000);
+        await eventually(
+          async () => (log().includes('not ready: the testnet node is unreachable') ? true : undefined),
+          'the worker to say it is not ready',
+          60_000,
+        );
         // the outage itself, 6 s past that (three failed reconnections, one every 2 s): its length, not a wait for something
         await new Promise((r) => setTimeout(r, 6000));
         expect(exited, 'the worker is still running while the node is away').to.equal(false);
 
         chain = await start(true);
-        await eventually(async () => ((await app.context.db('transactions').where({ id: txId }).first()).status === 'finalized' ? true : undefined), 'the transaction to finalize', 120_000);
+        await eventually(
+          async () => ((await app.context.db('transactions').where({ id: txId }).first()).status === 'finalized' ? true : undefined),
+          'the transaction to finalize',
+          120_000,
+        );
         expect(log()).to.include('the testnet node is reachable: ready');
         expect(exited).to.equal(false);
         expect(log()).to.not.match(/UnhandledPromiseRejection|ERR_UNHANDLED_REJECTION/);

@@ -19,7 +19,10 @@ const ROOT = path.resolve(__dirname, '../..');
 /** Runs the CLI as an operator would: a separate process, JSON on stdout or an envelope on stderr. */
 async function admin(args: string[], env: Record<string, string | undefined>) {
   try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], { cwd: ROOT, env: { ...env, PATH: process.env.PATH } });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'shared/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: { ...env, PATH: process.env.PATH },
+    });
     return { code: 0, out: JSON.parse(stdout), err: undefined };
   } catch (e) {
     const failure = e as { code: number; stderr: string };
@@ -89,7 +92,9 @@ describe('operator CLI (contract §3)', function () {
     const operator = await admin(['idp', 'token', '--org', org.organization_id, '--role', 'operator'], env);
     expect(operator.code).to.equal(0);
     expect((await call(app.url, 'GET', '/metrics', { token: operator.out.token })).status).to.equal(200);
-    expect((await call(app.url, 'GET', `/v1/organizations/${org.organization_id}/api-keys`, { token: operator.out.token })).status).to.equal(403);
+    expect(
+      (await call(app.url, 'GET', `/v1/organizations/${org.organization_id}/api-keys`, { token: operator.out.token })).status,
+    ).to.equal(403);
     // and no token outlives ADMIN_TOKEN_MAX_AGE
     expect((await admin(['idp', 'token', '--org', org.organization_id, '--ttl', '7200'], env)).code).to.not.equal(0);
   });
@@ -104,9 +109,15 @@ describe('operator CLI (contract §3)', function () {
       await register(app.url, key.token);
       const [refused] = await receiver.waitFor(1);
       const deliveryId = refused!.headers['x-service-delivery'] as string;
-      await eventually(async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId }).first()).status === 'dead' ? true : undefined), 'the delivery to die');
+      await eventually(
+        async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId }).first()).status === 'dead' ? true : undefined),
+        'the delivery to die',
+      );
       const deadLetters = app.context.queues['webhooks-dead'];
-      expect(await eventually(() => deadLetters.getJob(deliveryId), 'the dead letter')).to.deep.include({ id: deliveryId, data: { deliveryId } });
+      expect(await eventually(() => deadLetters.getJob(deliveryId), 'the dead letter')).to.deep.include({
+        id: deliveryId,
+        data: { deliveryId },
+      });
 
       const dead = await admin(['webhooks', 'dead'], env);
       expect(dead.code).to.equal(0);
@@ -126,10 +137,14 @@ describe('operator CLI (contract §3)', function () {
         return d.status === 'delivered' ? d : undefined;
       }, 'the retried delivery');
       expect(row.attempts).to.equal(2);
-      expect(await app.context.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt').pluck('status_code')).to.deep.equal([400, 200]);
+      expect(
+        await app.context.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt').pluck('status_code'),
+      ).to.deep.equal([400, 200]);
       expect(await deadLetters.getJob(deliveryId), 'the dead letter left its queue').to.equal(undefined);
       expect((await admin(['webhooks', 'retry', '--delivery', deliveryId], env)).err.error.code).to.equal('common.not_found');
-      expect((await admin(['webhooks', 'retry', '--all-dead', '--delivery', deliveryId], env)).err.error.code).to.equal('common.bad_request');
+      expect((await admin(['webhooks', 'retry', '--all-dead', '--delivery', deliveryId], env)).err.error.code).to.equal(
+        'common.bad_request',
+      );
     } finally {
       await receiver.stop();
       await workers.stop();
@@ -150,7 +165,15 @@ describe('operator CLI (contract §3)', function () {
       const ok = await admin(['verify', '--network', 'testnet', '--ats-id', String(tx.ats_id)], env);
       expect(ok.code, JSON.stringify(ok.err)).to.equal(0);
       expect(ok.out).to.deep.include({ network: 'testnet', ats_id: Number(tx.ats_id), valid: true });
-      expect(ok.out.versions[0]).to.deep.include({ version: 1, found: true, commitment: true, ats_id: true, version_number: true, owner: true, signature: true });
+      expect(ok.out.versions[0]).to.deep.include({
+        version: 1,
+        found: true,
+        commitment: true,
+        ats_id: true,
+        version_number: true,
+        owner: true,
+        signature: true,
+      });
 
       // Put an altered copy of the remark on chain (one commitment byte changed) and point the index at it.
       const block = await api.rpc.chain.getBlock(tx.block_hash);
@@ -170,11 +193,14 @@ describe('operator CLI (contract §3)', function () {
           })
           .catch(reject);
       });
-      await app.context.db('work_versions').where({ transaction_id: txId }).update({
-        block_hash: inBlock.blockHash,
-        tx_hash: inBlock.txHash,
-        commitment: `0x${altered.subarray(20, 52).toString('hex')}`,
-      });
+      await app.context
+        .db('work_versions')
+        .where({ transaction_id: txId })
+        .update({
+          block_hash: inBlock.blockHash,
+          tx_hash: inBlock.txHash,
+          commitment: `0x${altered.subarray(20, 52).toString('hex')}`,
+        });
       const refused = await admin(['verify', '--network', 'testnet', '--ats-id', String(tx.ats_id)], env);
       expect(refused.code).to.not.equal(0);
       expect(refused.err.error.code).to.equal('verification.failed');

@@ -74,26 +74,38 @@ describe('npm run dev, stopped and started again', function () {
 
   it('registers before and after the restart; nothing is refunded', async () => {
     const first = await startDev();
-    const config = loadConfig({ ...parseEnvFile(await fs.readFile(path.join(dataDir, 'dev.env'), 'utf8')), ...env, NODE_ENV: 'development' });
+    const config = loadConfig({
+      ...parseEnvFile(await fs.readFile(path.join(dataDir, 'dev.env'), 'utf8')),
+      ...env,
+      NODE_ENV: 'development',
+    });
     const ctx = openResources(config, testLogger(), 'web');
     try {
       const org = await createOrg(ctx, 10_000);
       const key = await createKey(ctx, org);
       const finalized = (url: string, txId: string) =>
-        eventually(async () => {
-          const status = await call(url, 'GET', `/v1/transactions/${txId}`, { token: key.token });
-          if (status.body.status === 'failed') throw new Error(`failed: ${JSON.stringify(status.body.result)}`);
-          return status.body.status === 'finalized' ? status.body : undefined;
-        }, `transaction ${txId} to finalize`, 120_000);
+        eventually(
+          async () => {
+            const status = await call(url, 'GET', `/v1/transactions/${txId}`, { token: key.token });
+            if (status.body.status === 'failed') throw new Error(`failed: ${JSON.stringify(status.body.result)}`);
+            return status.body.status === 'finalized' ? status.body : undefined;
+          },
+          `transaction ${txId} to finalize`,
+          120_000,
+        );
 
       // enough traffic that the relayer's nonce moves on, then Ctrl-C
-      const before = await Promise.all([1, 2, 3].map(async () => (await register(first.url, key.token)).confirm.body.transaction_id as string));
+      const before = await Promise.all(
+        [1, 2, 3].map(async () => (await register(first.url, key.token)).confirm.body.transaction_id as string),
+      );
       for (const id of before) await finalized(first.url, id);
       await stopDev(first.child);
 
       const second = await startDev();
       try {
-        const after = await Promise.all([1, 2, 3].map(async () => (await register(second.url, key.token)).confirm.body.transaction_id as string));
+        const after = await Promise.all(
+          [1, 2, 3].map(async () => (await register(second.url, key.token)).confirm.body.transaction_id as string),
+        );
         for (const id of after) await finalized(second.url, id);
       } finally {
         await stopDev(second.child);

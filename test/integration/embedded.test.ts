@@ -64,13 +64,24 @@ describe('embedded defaults', function () {
       const key = `audio/${randomUUID()}/${randomUUID()}`;
       await storage.client.send(new PutObjectCommand({ Bucket: storage.bucket, Key: key, Body: Buffer.from('anchored audio') }));
       const base = `${config.s3.endpoint}/${storage.bucket}`;
-      for (const [method, path] of [['GET', `/${key}`], ['PUT', `/${key}`], ['DELETE', `/${key}`], ['GET', '/?prefix=audio/'], ['GET', '?list-type=2']] as const) {
+      for (const [method, path] of [
+        ['GET', `/${key}`],
+        ['PUT', `/${key}`],
+        ['DELETE', `/${key}`],
+        ['GET', '/?prefix=audio/'],
+        ['GET', '?list-type=2'],
+      ] as const) {
         const reply = await fetch(base + path, { method, body: method === 'PUT' ? 'replaced' : undefined });
         expect(reply.status, `${method} ${path}`).to.equal(403);
         expect(await reply.text()).to.include('AccessDenied');
       }
       // a signature made with other credentials is refused too
-      const forged = new S3Client({ endpoint: config.s3.endpoint, region: config.s3.region, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'not-the-secret' } });
+      const forged = new S3Client({
+        endpoint: config.s3.endpoint,
+        region: config.s3.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'not-the-secret' },
+      });
       const error = await forged.send(new GetObjectCommand({ Bucket: storage.bucket, Key: key })).catch((err: { name: string }) => err);
       expect((error as { name: string }).name).to.equal('SignatureDoesNotMatch');
       forged.destroy();

@@ -41,14 +41,22 @@ describe('HTTP basics', () => {
 
   it('answers malformed JSON with 400 common.bad_request', async () => {
     const { token } = await createKey(app.context, await createOrg(app.context));
-    const reply = await call(app.url, 'POST', '/v1/sessions', { token, raw: '{"external_user_ref": ', headers: { 'Content-Type': 'application/json' } });
+    const reply = await call(app.url, 'POST', '/v1/sessions', {
+      token,
+      raw: '{"external_user_ref": ',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expectError(reply, 400, 'common.bad_request');
   });
 
   it('refuses a JSON body over 1 MB with 413', async () => {
     const { token } = await createKey(app.context, await createOrg(app.context));
     const raw = JSON.stringify({ external_user_ref: 'x'.repeat(1024 * 1024 + 10) });
-    expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw, headers: { 'Content-Type': 'application/json' } }), 413, 'common.payload_too_large');
+    expectError(
+      await call(app.url, 'POST', '/v1/sessions', { token, raw, headers: { 'Content-Type': 'application/json' } }),
+      413,
+      'common.payload_too_large',
+    );
   });
 
   it('answers headers over the size limit with 431 in the envelope', async () => {
@@ -59,7 +67,15 @@ describe('HTTP basics', () => {
 
   it('refuses a body that is not JSON with 415', async () => {
     const { token } = await createKey(app.context, await createOrg(app.context));
-    expectError(await call(app.url, 'POST', '/v1/sessions', { token, raw: 'external_user_ref=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }), 415, 'common.unsupported_media_type');
+    expectError(
+      await call(app.url, 'POST', '/v1/sessions', {
+        token,
+        raw: 'external_user_ref=x',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'common.unsupported_media_type',
+    );
   });
 
   it('GET /readyz reports every dependency, the chain through @polkadot/api', async () => {
@@ -79,6 +95,7 @@ describe('HTTP basics', () => {
     const reply = await call(app.url, 'GET', '/metrics', { token: await operatorToken({ organizationId: org }) });
     expect(reply.status).to.equal(200);
     expect(reply.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} \d+/);
-    for (const queue of ['prepare', 'chain', 'webhooks']) expect(reply.text).to.match(new RegExp(`queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+`));
+    for (const queue of ['prepare', 'chain', 'webhooks'])
+      expect(reply.text).to.match(new RegExp(`queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+`));
   });
 });

@@ -13,7 +13,7 @@ describe('IdempotencyStore', () => {
     let ttlDuringRun = -1;
     let keyName = '';
     await store.run('key-1', 'k', 'fp', async () => {
-      keyName = (await app.context.redis.keys(`${prefix}:idem:key-1:*`))[0] ?? "";
+      keyName = (await app.context.redis.keys(`${prefix}:idem:key-1:*`))[0] ?? '';
       ttlDuringRun = await app.context.redis.ttl(keyName);
       return { status: 200, body: '{}' };
     });

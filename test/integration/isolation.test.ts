@@ -40,24 +40,35 @@ function expected(route: string, c: Credential, r: Resource | undefined): number
     return own ? ok : 404;
   };
   switch (route) {
-    case 'createApiKey': return admin(201);
-    case 'listApiKeys': return admin(200);
-    case 'revokeApiKey': return admin(204);
-    case 'getTransaction': return keyWith(null, 200, 'ref');
-    case 'initRegistration': return keyWith('works:register', 200, 'no');
-    case 'initVersion': return keyWith('works:update', 200, 'no');
-    case 'createSession': return keyWith('works:read', 201, 'no');
-    case 'listWorks': return keyWith('works:read', 200, 'ref');
+    case 'createApiKey':
+      return admin(201);
+    case 'listApiKeys':
+      return admin(200);
+    case 'revokeApiKey':
+      return admin(204);
+    case 'getTransaction':
+      return keyWith(null, 200, 'ref');
+    case 'initRegistration':
+      return keyWith('works:register', 200, 'no');
+    case 'initVersion':
+      return keyWith('works:update', 200, 'no');
+    case 'createSession':
+      return keyWith('works:read', 201, 'no');
+    case 'listWorks':
+      return keyWith('works:read', 200, 'ref');
     case 'getWork':
     case 'listWorkVersions':
     case 'listWorkCreators':
     case 'downloadLatestAudio':
     case 'downloadLatestCertificate':
     case 'downloadVersionAudio':
-    case 'downloadVersionCertificate': return keyWith('works:read', 200, 'ref');
+    case 'downloadVersionCertificate':
+      return keyWith('works:read', 200, 'ref');
     case 'metrics':
-    case 'boardQueues': return operator(200);
-    default: throw new Error(`no expectation for ${route}`);
+    case 'boardQueues':
+      return operator(200);
+    default:
+      throw new Error(`no expectation for ${route}`);
   }
 }
 
@@ -77,7 +88,13 @@ describe('isolation matrix: every credential on every resource', function () {
       const orgId = await createOrg(app.context, 100_000);
       const all = await createKey(app.context, orgId, ['works:register', 'works:update', 'works:read']);
       for (const scope of ['works:register', 'works:update', 'works:read'] as const) {
-        creds.push({ name: `${org} key ${scope}`, org, kind: 'key', scopes: [scope], token: (await createKey(app.context, orgId, [scope])).token });
+        creds.push({
+          name: `${org} key ${scope}`,
+          org,
+          kind: 'key',
+          scopes: [scope],
+          token: (await createKey(app.context, orgId, [scope])).token,
+        });
       }
       creds.push({ name: `${org} admin`, org, kind: 'admin', scopes: [], token: await adminToken({ organizationId: orgId }) });
       creds.push({ name: `${org} operator`, org, kind: 'operator', scopes: [], token: await operatorToken({ organizationId: orgId }) });
@@ -85,10 +102,14 @@ describe('isolation matrix: every credential on every resource', function () {
         const session = await call(app.url, 'POST', '/v1/sessions', { token: all.token, body: { external_user_ref: ref } });
         creds.push({ name: `${org} session ${ref}`, org, kind: 'session', scopes: ['works:read'], ref, token: session.body.session_token });
         const r = await register(app.url, all.token, initBody({ external_user_ref: ref }));
-        const tx = await eventually(async () => {
-          const row = await app.context.db('transactions').where({ id: r.confirm.body.transaction_id }).first();
-          return row.status === 'finalized' ? row : undefined;
-        }, 'finality', 120_000);
+        const tx = await eventually(
+          async () => {
+            const row = await app.context.db('transactions').where({ id: r.confirm.body.transaction_id }).first();
+            return row.status === 'finalized' ? row : undefined;
+          },
+          'finality',
+          120_000,
+        );
         const spare = await createKey(app.context, orgId, ['works:read']);
         resources.push({ org, ref, orgId, workId: tx.work_id, atsId: Number(tx.ats_id), txId: tx.id, spareKeyId: spare.id });
         ids[org].push(tx.work_id, tx.id, spare.id);
@@ -125,10 +146,14 @@ describe('isolation matrix: every credential on every resource', function () {
       const reply = await call(app.url, method, path, { token: c.token, body: payload });
       requests++;
       const want = expected(route, c, r);
-      if (reply.status !== want) mismatches.push(`${c.name} ${route} on ${r ? `${r.org}/${r.ref}` : '-'}: ${reply.status}, expected ${want} (${reply.text.slice(0, 120)})`);
+      if (reply.status !== want)
+        mismatches.push(
+          `${c.name} ${route} on ${r ? `${r.org}/${r.ref}` : '-'}: ${reply.status}, expected ${want} (${reply.text.slice(0, 120)})`,
+        );
       const other = c.org === 'A' ? ids.B : c.org === 'B' ? ids.A : [...ids.A, ...ids.B];
       // operators see every organization by design: the leak check is for the organization-bound roles
-      const leaked = route === 'metrics' || route === 'boardQueues' ? [] : other.filter((id) => reply.text.includes(id) && !path.includes(id));
+      const leaked =
+        route === 'metrics' || route === 'boardQueues' ? [] : other.filter((id) => reply.text.includes(id) && !path.includes(id));
       if (leaked.length) mismatches.push(`${c.name} ${route}: response shows ${leaked.join(', ')}`);
       if (route === 'listWorks' && reply.status === 200 && c.kind === 'session') {
         const own = resources.filter((x) => x.org === c.org && x.ref === c.ref).map((x) => x.workId);
@@ -152,7 +177,9 @@ describe('isolation matrix: every credential on every resource', function () {
     }
     for (const [route, request] of unscoped) for (const c of creds) await check(route, c, undefined, request);
 
-    process.stdout.write(`      ${requests} requests: ${creds.length} credentials × ${routes.length} resource routes × ${resources.length} resources, and ${unscoped.length} organization-wide routes\n`);
+    process.stdout.write(
+      `      ${requests} requests: ${creds.length} credentials × ${routes.length} resource routes × ${resources.length} resources, and ${unscoped.length} organization-wide routes\n`,
+    );
     expect(mismatches).to.deep.equal([]);
   });
 });

@@ -29,8 +29,16 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     const q = await quote(app.url, key.token);
     const confirm = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } });
     expect(confirm.status).to.equal(202);
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }), 404, 'registration.upload_session_not_found');
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }),
+      404,
+      'registration.upload_session_not_found',
+    );
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } }),
+      404,
+      'registration.prepared_not_found',
+    );
 
     const tx = await settled(app.context, confirm.body.transaction_id);
     expect(tx.status).to.equal('finalized');
@@ -41,7 +49,11 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     expect(await app.context.db('transactions').where({ organization_id: org }).pluck('id')).to.deep.equal([tx.id]);
     expect(await app.context.db('works').where({ organization_id: org }).pluck('id')).to.deep.equal([q.jobId]);
     // and still 404 once the work is on chain
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }), 404, 'registration.upload_session_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }),
+      404,
+      'registration.upload_session_not_found',
+    );
   });
 
   it('a version: the same sequence ends with one debit and one anchored version', async () => {
@@ -54,8 +66,16 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     const v = await addVersion(app.url, key.token, atsId, { network: 'testnet', creators: [creator({ full_name: 'Second Hand' })] });
     expect(v.confirm.status).to.equal(202);
     const path = `/v1/works/${atsId}/versions`;
-    expectError(await call(app.url, 'POST', `${path}/prepare`, { token: key.token, body: { job_id: v.jobId } }), 404, 'registration.upload_session_not_found');
-    expectError(await call(app.url, 'POST', `${path}/confirm`, { token: key.token, body: { job_id: v.jobId } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', `${path}/prepare`, { token: key.token, body: { job_id: v.jobId } }),
+      404,
+      'registration.upload_session_not_found',
+    );
+    expectError(
+      await call(app.url, 'POST', `${path}/confirm`, { token: key.token, body: { job_id: v.jobId } }),
+      404,
+      'registration.prepared_not_found',
+    );
     expect((await settled(app.context, v.confirm.body.transaction_id)).status).to.equal('finalized');
     const debits = (await ledger(org)).filter((e) => e.kind === 'debit');
     expect(debits.map((e) => Number(e.amount))).to.deep.equal([-q.prepare.body.total_price_credits, -v.prepare.body.total_price_credits]);
@@ -66,11 +86,15 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     const key = await createKey(app.context, await createOrg(app.context, 1000));
     const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
     await upload(init.body.upload_url, randomBytes(256 * 1024));
-    const replies = await Promise.all(Array.from({ length: 4 }, () => call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } })));
+    const replies = await Promise.all(
+      Array.from({ length: 4 }, () => call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } })),
+    );
     expect(replies.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
     // a quote's expiry is taken from the clock of the run that priced it: one value, one run
     expect(new Set(replies.map((r) => r.text)).size).to.equal(1);
-    const runs = (await app.context.queues.prepare.getJobs(['completed', 'active', 'waiting'])).filter((j) => String(j.id).includes(init.body.job_id));
+    const runs = (await app.context.queues.prepare.getJobs(['completed', 'active', 'waiting'])).filter((j) =>
+      String(j.id).includes(init.body.job_id),
+    );
     expect(runs).to.have.length(1);
   });
 
@@ -85,7 +109,9 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     const record = await app.context.redis.hgetall(`${app.context.config.redis.prefix}:job:${org}:${q.jobId}`);
     expect(record).to.include({ state: 'prepared', run: '2' });
     expect(JSON.parse(record.audio!).size).to.equal(q.audio.length);
-    const confirms = await Promise.all([1, 2].map(() => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })));
+    const confirms = await Promise.all(
+      [1, 2].map(() => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } })),
+    );
     expect(confirms.map((r) => r.status).sort()).to.deep.equal([202, 404]);
     expect(await balance(org)).to.equal(1000 - again.body.total_price_credits);
   });
@@ -99,7 +125,11 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     // as if the confirming process died after its commit and before it moved the job on: a lapsed hold
     const jobKey = `${app.context.config.redis.prefix}:job:${org}:${q.jobId}`;
     await app.context.redis.hset(jobKey, { state: 'confirming', confirm_until: Date.now() - 1 });
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } }),
+      404,
+      'registration.prepared_not_found',
+    );
     expect(await app.context.redis.hget(jobKey, 'state')).to.equal('confirmed');
     // and one that died before its commit goes back to prepared, its quote confirmable
     const q2 = await quote(app.url, key.token);
@@ -129,11 +159,29 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
           const error = expectError(reply, 422, 'common.validation_failed');
           expect(JSON.stringify(error.details)).to.match(/NUL or an unpaired UTF-16 surrogate/);
         }
-        expectError(await call(app.url, 'POST', '/v1/works/1/versions/init', { token: key.token, body: { network: 'testnet', creators: [creator({ full_name: value })] } }), 422, 'common.validation_failed');
-        expectError(await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: value } }), 422, 'common.validation_failed');
-        expectError(await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: value, scopes: ['works:read'] } }), 422, 'common.validation_failed');
         expectError(
-          await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: 'k', scopes: ['works:read'], webhook_url: `https://example.test/${value}` } }),
+          await call(app.url, 'POST', '/v1/works/1/versions/init', {
+            token: key.token,
+            body: { network: 'testnet', creators: [creator({ full_name: value })] },
+          }),
+          422,
+          'common.validation_failed',
+        );
+        expectError(
+          await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: value } }),
+          422,
+          'common.validation_failed',
+        );
+        expectError(
+          await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: value, scopes: ['works:read'] } }),
+          422,
+          'common.validation_failed',
+        );
+        expectError(
+          await call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, {
+            token: admin,
+            body: { name: 'k', scopes: ['works:read'], webhook_url: `https://example.test/${value}` },
+          }),
           422,
           'common.validation_failed',
         );
@@ -143,7 +191,9 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
         expectError(await call(app.url, 'GET', `/v1/works?external_user_ref=${escaped}`, { token: key.token }), 400, 'common.bad_request');
       }
       expect(await app.context.redis.keys(`${app.context.config.redis.prefix}:job:${org}:*`)).to.deep.equal([]);
-      expect(await app.context.db('api_keys').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
+      expect(await app.context.db('api_keys').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+        { count: '1' },
+      ]);
       expect(await app.context.queues.prepare.getJobCounts('completed', 'failed', 'active', 'waiting')).to.deep.equal(prepareRunsBefore);
     });
 
@@ -152,10 +202,16 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
       const json = Buffer.from(JSON.stringify(initBody({ title: 'XX' })));
       const at = json.indexOf('XX');
       json[at] = 0xc3; // a lead byte followed by an ASCII byte: not UTF-8
-      const reply = await call(app.url, 'POST', '/v1/works/init', { token: key.token, raw: json, headers: { 'Content-Type': 'application/json' } });
+      const reply = await call(app.url, 'POST', '/v1/works/init', {
+        token: key.token,
+        raw: json,
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(expectError(reply, 400, 'common.bad_request').message).to.match(/UTF-8/);
       // valid UTF-8 beyond the BMP still passes
-      expect((await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody({ title: 'Suite 🎵 für Orgel' }) })).status).to.equal(200);
+      expect(
+        (await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody({ title: 'Suite 🎵 für Orgel' }) })).status,
+      ).to.equal(200);
     });
   });
 
@@ -171,12 +227,20 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
         const big = await call(smallWeb.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
         expect((await upload(big.body.upload_url, randomBytes(1001))).status).to.equal(200);
         expect(await stored(app.context, audioKey(org, big.body.job_id))).to.equal(true);
-        expectError(await call(smallWeb.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: big.body.job_id } }), 413, 'registration.audio_too_large');
+        expectError(
+          await call(smallWeb.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: big.body.job_id } }),
+          413,
+          'registration.audio_too_large',
+        );
         expect(await stored(app.context, audioKey(org, big.body.job_id))).to.equal(false);
 
         const empty = await call(smallWeb.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
         expect((await upload(empty.body.upload_url, Buffer.alloc(0))).status).to.equal(200);
-        expectError(await call(smallWeb.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: empty.body.job_id } }), 422, 'registration.audio_empty');
+        expectError(
+          await call(smallWeb.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: empty.body.job_id } }),
+          422,
+          'registration.audio_empty',
+        );
         expect(await stored(app.context, audioKey(org, empty.body.job_id))).to.equal(false);
       } finally {
         await smallWeb.close();
@@ -194,11 +258,19 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
         const kept = await quote(app.url, key.token);
         expect((await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: kept.jobId } })).status).to.equal(202);
         // the session lapses on its own clock (the key's TTL)
-        await eventually(async () => ((await app.context.redis.exists(`${app.context.config.redis.prefix}:job:${org}:${init.body.job_id}`)) ? undefined : true), 'the upload session to expire', 10_000);
+        await eventually(
+          async () =>
+            (await app.context.redis.exists(`${app.context.config.redis.prefix}:job:${org}:${init.body.job_id}`)) ? undefined : true,
+          'the upload session to expire',
+          10_000,
+        );
         expect(await stored(app.context, audioKey(org, init.body.job_id))).to.equal(true);
 
         const sweep = await app.context.queues.maintenance.add('sweep-uploads', {});
-        const maintenanceEvents = new QueueEvents('maintenance', { connection: app.context.redis.duplicate(), prefix: `${app.context.config.redis.prefix}:bull` });
+        const maintenanceEvents = new QueueEvents('maintenance', {
+          connection: app.context.redis.duplicate(),
+          prefix: `${app.context.config.redis.prefix}:bull`,
+        });
         try {
           const result = (await sweep.waitUntilFinished(maintenanceEvents, 30_000)) as { deleted: number };
           expect(result.deleted).to.be.at.least(1);
@@ -207,7 +279,9 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
         }
         expect(await stored(app.context, audioKey(org, init.body.job_id))).to.equal(false);
         expect(await stored(app.context, audioKey(org, kept.jobId))).to.equal(true);
-        expect(await app.context.redis.zscore(`${app.context.config.redis.prefix}:uploads`, audioKey(org, init.body.job_id))).to.equal(null);
+        expect(await app.context.redis.zscore(`${app.context.config.redis.prefix}:uploads`, audioKey(org, init.body.job_id))).to.equal(
+          null,
+        );
       } finally {
         await shortLived.close();
       }

@@ -34,7 +34,8 @@ describe('job store: the moves of a job and the ones refused', () => {
       uploadExpiresAt: new Date(Date.now() + uploadSeconds * 1000).toISOString(),
     };
   }
-  const quoteOf = (s: UploadSession, seconds = 300) => ({ session: s, expiresAt: new Date(Date.now() + seconds * 1000).toISOString() }) as unknown as PreparedQuote;
+  const quoteOf = (s: UploadSession, seconds = 300) =>
+    ({ session: s, expiresAt: new Date(Date.now() + seconds * 1000).toISOString() }) as unknown as PreparedQuote;
 
   /** A job brought to `state` through the store's own moves. */
   async function jobIn(state: JobState, uploadSeconds = 600): Promise<UploadSession> {
@@ -58,7 +59,13 @@ describe('job store: the moves of a job and the ones refused', () => {
   const stateOf = async (s: UploadSession) => (await store.load(org, s.jobId))?.state;
 
   it('prepare starts a run from reserved, uploaded and prepared; is refused when confirming or confirmed', async () => {
-    const expected: Record<JobState, string> = { reserved: 'start', uploaded: 'start', prepared: 'start', confirming: 'confirmed', confirmed: 'confirmed' };
+    const expected: Record<JobState, string> = {
+      reserved: 'start',
+      uploaded: 'start',
+      prepared: 'start',
+      confirming: 'confirmed',
+      confirmed: 'confirmed',
+    };
     for (const [state, kind] of Object.entries(expected) as [JobState, string][]) {
       const s = await jobIn(state);
       expect((await store.beginPrepare(org, s.jobId, 60_000)).kind, state).to.equal(kind);
@@ -67,7 +74,13 @@ describe('job store: the moves of a job and the ones refused', () => {
   });
 
   it('confirm takes only a prepared job; from any other state it changes nothing', async () => {
-    const expected: Record<JobState, string> = { reserved: 'unprepared', uploaded: 'unprepared', prepared: 'taken', confirming: 'confirmed', confirmed: 'confirmed' };
+    const expected: Record<JobState, string> = {
+      reserved: 'unprepared',
+      uploaded: 'unprepared',
+      prepared: 'taken',
+      confirming: 'confirmed',
+      confirmed: 'confirmed',
+    };
     for (const [state, kind] of Object.entries(expected) as [JobState, string][]) {
       const s = await jobIn(state);
       expect((await store.beginConfirm(org, s.jobId, 30_000)).kind, state).to.equal(kind);
@@ -84,7 +97,9 @@ describe('job store: the moves of a job and the ones refused', () => {
     const run = await store.beginPrepare(org, p.jobId, 60_000);
     expect((await store.beginConfirm(org, p.jobId, 30_000)).kind).to.equal('taken');
     expect(await store.finishPrepare(org, p.jobId, (run as { run: number }).run, quoteOf(p))).to.equal(false);
-    expect(await store.recordAudio(org, p.jobId, (run as { run: number }).run, { mediaHash: '0x01', size: 2, etag: '"f"' })).to.equal(false);
+    expect(await store.recordAudio(org, p.jobId, (run as { run: number }).run, { mediaHash: '0x01', size: 2, etag: '"f"' })).to.equal(
+      false,
+    );
     expect(await stateOf(p)).to.equal('confirming');
   });
 

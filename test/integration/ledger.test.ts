@@ -12,7 +12,9 @@ describe('credit ledger', () => {
     const org = await createOrg(app.context, 100);
     const outcomes = await Promise.allSettled(
       Array.from({ length: 25 }, (_, i) =>
-        app.context.db.transaction((trx) => appendLedgerEntry(trx, { organizationId: org, kind: 'debit', amount: -10, reference: `tx-${i}` })),
+        app.context.db.transaction((trx) =>
+          appendLedgerEntry(trx, { organizationId: org, kind: 'debit', amount: -10, reference: `tx-${i}` }),
+        ),
       ),
     );
     const ok = outcomes.filter((o) => o.status === 'fulfilled');
@@ -32,7 +34,9 @@ describe('credit ledger', () => {
     expect(first).to.deep.equal({ applied: true, balance: 30 });
     expect(again).to.deep.equal({ applied: false, balance: 30 });
     const racing = await Promise.allSettled(
-      Array.from({ length: 5 }, () => appendLedgerEntry(app.context.db, { organizationId: org, kind: 'refund', amount: 20, reference: 'tx-once' })),
+      Array.from({ length: 5 }, () =>
+        appendLedgerEntry(app.context.db, { organizationId: org, kind: 'refund', amount: 20, reference: 'tx-once' }),
+      ),
     );
     expect(racing.filter((r) => r.status === 'fulfilled')).to.have.length.at.least(1);
     expect(await balanceOf(app.context.db, org)).to.equal(50);
@@ -44,7 +48,10 @@ describe('credit ledger', () => {
     await expectRejected(db('organizations').where({ id: org }).update({ credit_balance: 1_000_000 }), /only through credit_ledger/);
     await expectRejected(db('credit_ledger').where({ organization_id: org }).update({ amount: 999 }), /append-only/);
     await expectRejected(db('credit_ledger').where({ organization_id: org }).delete(), /append-only/);
-    await expectRejected(db('credit_ledger').insert({ organization_id: org, kind: 'debit', amount: -11, balance_after: 0 }), /credit_balance_non_negative/);
+    await expectRejected(
+      db('credit_ledger').insert({ organization_id: org, kind: 'debit', amount: -11, balance_after: 0 }),
+      /credit_balance_non_negative/,
+    );
     await expectRejected(db('organizations').insert({ name: 'rich', credit_balance: 5 }), /starts at zero/);
     expect(await balanceOf(db, org)).to.equal(10);
   });

@@ -30,7 +30,9 @@ describe('an extrinsic that outlives its mortal era unincluded', function () {
 
     let crash: Error | undefined;
     const dying = new DiesBeforeSending(app.context.chains);
-    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch((e: Error) => (crash = e));
+    await advanceTransaction({ app: app.context, anchors: dying, submitter: new RelayerSubmitter(app.context, dying) }, txId).catch(
+      (e: Error) => (crash = e),
+    );
     expect(crash?.message).to.equal('worker died before sending');
     const signedOnce = await app.context.db('transactions').where({ id: txId }).first();
     expect(signedOnce.signings).to.equal(1);
@@ -48,7 +50,11 @@ describe('an extrinsic that outlives its mortal era unincluded', function () {
     expect(row.tx_hash).to.not.equal(signedOnce.tx_hash);
     expect((await app.context.db('chain_submissions').where({ id: firstBatch.id }).first()).status).to.equal('expired');
     expect((await app.context.db('chain_submissions').where({ id: row.submission_id }).first()).status).to.equal('finalized');
-    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
-    expect((await app.context.db('credit_ledger').where({ organization_id: org, reference: txId })).map((e) => e.kind)).to.deep.equal(['debit']);
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+      { count: '1' },
+    ]);
+    expect((await app.context.db('credit_ledger').where({ organization_id: org, reference: txId })).map((e) => e.kind)).to.deep.equal([
+      'debit',
+    ]);
   });
 });

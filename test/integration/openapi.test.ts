@@ -34,15 +34,23 @@ describe('the OpenAPI document', () => {
     const served = new Set<string>();
     for (const middleware of koa.middleware as unknown as { router?: Router }[]) {
       for (const layer of middleware.router?.stack ?? []) {
-        const path = String(layer.path).replace(/:([A-Za-z_]+)/g, '{$1}').replace(/(.)\/$/, '$1');
+        const path = String(layer.path)
+          .replace(/:([A-Za-z_]+)/g, '{$1}')
+          .replace(/(.)\/$/, '$1');
         for (const method of layer.methods.filter((m) => m !== 'HEAD')) served.add(`${method.toLowerCase()} ${path}`);
       }
     }
     served.add('get /admin/queues'); // Bull Board, mounted as middleware (answering 401 below proves it is there)
     served.add('get /v1/ws/transactions/{transaction_id}'); // the upgrade, handled on the HTTP server (web/ws, its own tests)
     const described = new Set(OPERATIONS.map((op) => `${op.method} ${op.path}`));
-    expect([...served].filter((r) => !described.has(r)), 'served but not described').to.deep.equal([]);
-    expect([...described].filter((r) => !served.has(r)), 'described but not served').to.deep.equal([]);
+    expect(
+      [...served].filter((r) => !described.has(r)),
+      'served but not described',
+    ).to.deep.equal([]);
+    expect(
+      [...described].filter((r) => !served.has(r)),
+      'described but not served',
+    ).to.deep.equal([]);
   });
 
   it('renders a reference page at /docs from the package, without a CDN', async () => {

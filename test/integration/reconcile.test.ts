@@ -31,12 +31,18 @@ describe('reconciler', function () {
     // under other Redis prefixes) this reconciler may take too: only this test's transaction is judged.
     // not yet idle long enough: left alone
     expect(await reconcileTransactions(app.context, { idleSeconds: 3600 })).to.not.include(txId);
-    await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+    await app.context
+      .db('transactions')
+      .where({ id: txId })
+      .update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
     expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.include(txId);
     // a job is waiting now: a second pass does not add another
     expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.not.include(txId);
 
-    const events = new QueueEvents('chain', { connection: app.context.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true }), prefix: bullPrefix(config.redis.prefix) });
+    const events = new QueueEvents('chain', {
+      connection: app.context.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true }),
+      prefix: bullPrefix(config.redis.prefix),
+    });
     await events.waitUntilReady();
     const chain = await startTestWorkers(config, ['chain']);
     try {
@@ -47,11 +53,16 @@ describe('reconciler', function () {
     }
     const tx = await app.context.db('transactions').where({ id: txId }).first();
     expect(tx.status).to.equal('finalized');
-    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
+    expect(await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+      { count: '1' },
+    ]);
     const debits = await app.context.db('credit_ledger').where({ organization_id: org, reference: txId });
     expect(debits.map((d) => d.kind)).to.deep.equal(['debit']);
     // finalized transactions are never picked up again
-    await app.context.db('transactions').where({ id: txId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+    await app.context
+      .db('transactions')
+      .where({ id: txId })
+      .update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
     expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.not.include(txId);
   });
 
@@ -62,7 +73,10 @@ describe('reconciler', function () {
       // Redis loses the job before any webhooks worker ran it
       await (await app.context.queues.webhooks.getJob(deliveryId))!.remove();
       expect(await reconcileDeliveries(app.context, { idleSeconds: 3600 })).to.deep.equal([]); // not idle long enough
-      await app.context.db('webhook_deliveries').where({ id: deliveryId }).update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
+      await app.context
+        .db('webhook_deliveries')
+        .where({ id: deliveryId })
+        .update({ updated_at: app.context.db.raw(`now() - interval '1 hour'`) });
       expect(await reconcileDeliveries(app.context, { idleSeconds: 60 })).to.deep.equal([deliveryId]);
       expect(await reconcileDeliveries(app.context, { idleSeconds: 0 })).to.deep.equal([]); // its new job is live
       const webhooks = await startTestWorkers(config, ['webhooks']);

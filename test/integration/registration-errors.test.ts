@@ -15,7 +15,9 @@ describe('registration: every error row leaves nothing changed', function () {
   const snapshot = async (org: string) => ({
     balance: Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance),
     works: Number((await app.context.db('works').where({ organization_id: org }).count<{ count: string }[]>('* as count'))[0]!.count),
-    transactions: Number((await app.context.db('transactions').where({ organization_id: org }).count<{ count: string }[]>('* as count'))[0]!.count),
+    transactions: Number(
+      (await app.context.db('transactions').where({ organization_id: org }).count<{ count: string }[]>('* as count'))[0]!.count,
+    ),
     uploads: (await app.context.redis.keys(`${app.context.config.redis.prefix}:job:${org}:*`)).length,
   });
 
@@ -45,7 +47,10 @@ describe('registration: every error row leaves nothing changed', function () {
     ];
     for (const [body, path] of cases) {
       const error = expectError(await call(app.url, 'POST', '/v1/works/init', { token: key.token, body }), 422, 'common.validation_failed');
-      expect((error.details as { path: string }[]).map((d) => d.path), JSON.stringify(body).slice(0, 120)).to.include(path);
+      expect(
+        (error.details as { path: string }[]).map((d) => d.path),
+        JSON.stringify(body).slice(0, 120),
+      ).to.include(path);
     }
     expect(await snapshot(org)).to.deep.equal(before);
   });
@@ -58,34 +63,66 @@ describe('registration: every error row leaves nothing changed', function () {
     const writer = await createKey(app.context, org, ['works:register']);
     await suspendOrg(app.context, org);
     expectError(await call(app.url, 'POST', '/v1/works/init', { token: writer.token, body: initBody() }), 403, 'organization.inactive');
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: writer.token, body: { job_id: 'x' } }), 403, 'organization.inactive');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: writer.token, body: { job_id: 'x' } }),
+      403,
+      'organization.inactive',
+    );
   });
 
   it('prepare: 404 for an unknown job or another organization’s job, 422 before any upload and for empty audio', async () => {
     const org = await createOrg(app.context);
     const key = await createKey(app.context, org);
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: 'f1e2d3c4-0000-4000-8000-000000000000' } }), 404, 'registration.upload_session_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: 'f1e2d3c4-0000-4000-8000-000000000000' } }),
+      404,
+      'registration.upload_session_not_found',
+    );
     const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
     const other = await createKey(app.context, await createOrg(app.context));
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: other.token, body: { job_id: init.body.job_id } }), 404, 'registration.upload_session_not_found');
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }), 422, 'registration.audio_missing');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: other.token, body: { job_id: init.body.job_id } }),
+      404,
+      'registration.upload_session_not_found',
+    );
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }),
+      422,
+      'registration.audio_missing',
+    );
     const empty = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
     expect((await upload(empty.body.upload_url, Buffer.alloc(0))).status).to.equal(200);
     const before = await snapshot(org);
-    expectError(await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: empty.body.job_id } }), 422, 'registration.audio_empty');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: empty.body.job_id } }),
+      422,
+      'registration.audio_empty',
+    );
     expect(await snapshot(org)).to.deep.equal(before);
   });
 
   it('confirm: 404 for an unknown job, a job never prepared, and a second confirm', async () => {
     const org = await createOrg(app.context, 1000);
     const key = await createKey(app.context, org);
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: 'nope' } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: 'nope' } }),
+      404,
+      'registration.prepared_not_found',
+    );
     const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }),
+      404,
+      'registration.prepared_not_found',
+    );
     const r = await register(app.url, key.token);
     expect(r.confirm.status).to.equal(202);
     const after = await snapshot(org);
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: r.jobId } }), 404, 'registration.prepared_not_found');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: r.jobId } }),
+      404,
+      'registration.prepared_not_found',
+    );
     expect((await snapshot(org)).balance).to.equal(after.balance);
   });
 
@@ -99,8 +136,16 @@ describe('registration: every error row leaves nothing changed', function () {
     expect(prepared.body.is_valid).to.equal(false);
     expect(prepared.body.error.code).to.equal('credits.insufficient');
     const before = await snapshot(org);
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }), 422, 'registration.quote_invalid');
-    expectError(await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }), 422, 'registration.quote_invalid');
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }),
+      422,
+      'registration.quote_invalid',
+    );
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }),
+      422,
+      'registration.quote_invalid',
+    );
     expect(await snapshot(org)).to.deep.equal(before);
     expect(before.balance).to.equal(3);
   });
@@ -113,7 +158,11 @@ describe('registration: every error row leaves nothing changed', function () {
       const key = await createKey(app.context, await createOrg(app.context));
       const init = await call(limitedApp.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
       await upload(init.body.upload_url, randomBytes(1001));
-      expectError(await call(limitedApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }), 413, 'registration.audio_too_large');
+      expectError(
+        await call(limitedApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }),
+        413,
+        'registration.audio_too_large',
+      );
     } finally {
       await limitedWorkers.stop();
       await limitedApp.close();
@@ -129,7 +178,11 @@ describe('registration: every error row leaves nothing changed', function () {
       const key = await createKey(app.context, org);
       const init = await call(brokeApp.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
       await upload(init.body.upload_url, randomBytes(2048));
-      const error = expectError(await call(brokeApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }), 422, 'registration.dry_run_failed');
+      const error = expectError(
+        await call(brokeApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }),
+        422,
+        'registration.dry_run_failed',
+      );
       expect(error.message).to.match(/Payment/);
       expect((await snapshot(org)).balance).to.equal(1000);
     } finally {

@@ -41,19 +41,36 @@ describe('registration, end to end on the local chain', function () {
 
       // the quote (spec 2.3, contract §4)
       const q = r.prepare.body;
-      expect(Object.keys(q)).to.have.members(['job_id', 'work_id', 'commitment', 'network_fee_credits', 'total_deposit_credits', 'service_fee_credits', 'storage_fee_credits', 'total_price_credits', 'is_valid', 'expires_at']);
+      expect(Object.keys(q)).to.have.members([
+        'job_id',
+        'work_id',
+        'commitment',
+        'network_fee_credits',
+        'total_deposit_credits',
+        'service_fee_credits',
+        'storage_fee_credits',
+        'total_price_credits',
+        'is_valid',
+        'expires_at',
+      ]);
       expect(q.job_id).to.equal(r.jobId);
       expect(q.work_id).to.equal(r.jobId);
       expect(q.is_valid).to.equal(true);
       expect(q.commitment).to.equal(referenceCommitment(r.audio, body.title as string, body.creators as Record<string, any>[]));
-      expect(q.total_price_credits).to.equal(q.network_fee_credits + q.total_deposit_credits + q.service_fee_credits + q.storage_fee_credits);
+      expect(q.total_price_credits).to.equal(
+        q.network_fee_credits + q.total_deposit_credits + q.service_fee_credits + q.storage_fee_credits,
+      );
       const ttl = new Date(q.expires_at).getTime() - Date.now();
       expect(ttl).to.be.within(200_000, 300_000);
 
       // the handle (spec 2.4)
       expect(r.confirm.status).to.equal(202);
       const txId = r.confirm.body.transaction_id;
-      expect(r.confirm.body).to.deep.equal({ transaction_id: txId, ws_url: `/v1/ws/transactions/${txId}`, status_url: `/v1/transactions/${txId}` });
+      expect(r.confirm.body).to.deep.equal({
+        transaction_id: txId,
+        ws_url: `/v1/ws/transactions/${txId}`,
+        status_url: `/v1/transactions/${txId}`,
+      });
 
       const [hook] = (await receiver.waitFor(before + 1)).slice(before);
       expect(verifySignature(key.webhookSecret, hook!)).to.equal(true);
@@ -61,8 +78,29 @@ describe('registration, end to end on the local chain', function () {
       expect(hook!.headers['content-type']).to.equal('application/json');
       expect(hook!.headers['x-service-delivery']).to.match(/^[0-9a-f-]{36}$/);
       const p = hook!.body;
-      expect(Object.keys(p)).to.have.members(['event', 'transaction_id', 'organization_id', 'api_key_id', 'external_user_ref', 'network', 'ats_id', 'tx_hash', 'block_number', 'block_hash', 'access_code', 'explorer_url', 'finalized_at']);
-      expect(p).to.deep.include({ event: 'work_registered', transaction_id: txId, organization_id: org, api_key_id: key.id, external_user_ref: ref ?? null, network: 'testnet' });
+      expect(Object.keys(p)).to.have.members([
+        'event',
+        'transaction_id',
+        'organization_id',
+        'api_key_id',
+        'external_user_ref',
+        'network',
+        'ats_id',
+        'tx_hash',
+        'block_number',
+        'block_hash',
+        'access_code',
+        'explorer_url',
+        'finalized_at',
+      ]);
+      expect(p).to.deep.include({
+        event: 'work_registered',
+        transaction_id: txId,
+        organization_id: org,
+        api_key_id: key.id,
+        external_user_ref: ref ?? null,
+        network: 'testnet',
+      });
       expect(p.ats_id).to.be.a('number');
       expect(p.tx_hash).to.match(/^0x[0-9a-f]{64}$/);
       expect(p.block_hash).to.match(/^0x[0-9a-f]{64}$/);
@@ -89,7 +127,9 @@ describe('registration, end to end on the local chain', function () {
       expect(extrinsic, 'extrinsic in its block').to.not.equal(undefined);
       // the relayer's utility batch; this registration's remark is among its calls
       expect(`${extrinsic!.method.section}.${extrinsic!.method.method}`).to.be.oneOf(['utility.batch', 'utility.forceBatch']);
-      const anchor = remarksOf(extrinsic!.method as unknown as CallLike).map(decodeAnchor).find((a) => Number(a.atsId) === p.ats_id)!;
+      const anchor = remarksOf(extrinsic!.method as unknown as CallLike)
+        .map(decodeAnchor)
+        .find((a) => Number(a.atsId) === p.ats_id)!;
       expect('0x' + anchor.commitment.toString('hex')).to.equal(q.commitment);
       expect(Number(anchor.atsId)).to.equal(p.ats_id);
       expect(verifyAnchorSignature(anchor, Buffer.from(api.genesisHash.toU8a()))).to.equal(true);
@@ -103,9 +143,32 @@ describe('registration, end to end on the local chain', function () {
       // polling shows the finalized transaction
       const status = await call(app.url, 'GET', `/v1/transactions/${txId}`, { token: key.token });
       expect(status.status).to.equal(200);
-      expect(status.body).to.deep.include({ transaction_id: txId, transaction_type: 'register', network: 'testnet', status: 'finalized', current_step: 'completed', progress: 100, is_complete: true });
-      expect(status.body.steps.map((s: { name: string }) => s.name)).to.deep.equal(['validating', 'preparing_transaction', 'signing', 'submitting', 'confirming', 'completed']);
-      expect(status.body.result).to.deep.include({ ats_id: p.ats_id, version: 1, work_id: r.jobId, tx_hash: p.tx_hash, block_hash: p.block_hash, block_number: p.block_number, explorer_url: p.explorer_url });
+      expect(status.body).to.deep.include({
+        transaction_id: txId,
+        transaction_type: 'register',
+        network: 'testnet',
+        status: 'finalized',
+        current_step: 'completed',
+        progress: 100,
+        is_complete: true,
+      });
+      expect(status.body.steps.map((s: { name: string }) => s.name)).to.deep.equal([
+        'validating',
+        'preparing_transaction',
+        'signing',
+        'submitting',
+        'confirming',
+        'completed',
+      ]);
+      expect(status.body.result).to.deep.include({
+        ats_id: p.ats_id,
+        version: 1,
+        work_id: r.jobId,
+        tx_hash: p.tx_hash,
+        block_hash: p.block_hash,
+        block_number: p.block_number,
+        explorer_url: p.explorer_url,
+      });
     });
   }
 });

@@ -25,14 +25,20 @@ describe('registration guarantees', function () {
       expect(first.status).to.equal(200);
       expect(again.status).to.equal(200);
       expect(again.text).to.equal(first.text);
-      expectError(await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody({ title: 'Other' }), headers: idem }), 422, 'idempotency.key_reused');
+      expectError(
+        await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody({ title: 'Other' }), headers: idem }),
+        422,
+        'idempotency.key_reused',
+      );
       // another API key may use the same Idempotency-Key for its own request
       const otherKey = await createKey(app.context, await createOrg(app.context));
       const other = await call(app.url, 'POST', '/v1/works/init', { token: otherKey.token, body: initBody(), headers: idem });
       expect(other.body.job_id).to.not.equal(first.body.job_id);
 
       const racing = { 'Idempotency-Key': 'race-1' };
-      const replies = await Promise.all(Array.from({ length: 10 }, () => call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody(), headers: racing })));
+      const replies = await Promise.all(
+        Array.from({ length: 10 }, () => call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody(), headers: racing })),
+      );
       const statuses = replies.map((r) => r.status);
       expect(statuses.filter((s) => s === 200).length).to.be.at.least(1);
       for (const r of replies.filter((x) => x.status !== 200)) expectError(r, 409, 'idempotency.key_in_use');
@@ -49,7 +55,8 @@ describe('registration guarantees', function () {
         const [a, b] = [await createKey(app.context, org), await createKey(app.context, org)];
         const other = await createKey(app.context, await createOrg(app.context));
         const statuses = [];
-        for (const token of [a.token, b.token, a.token]) statuses.push((await call(limited.url, 'POST', '/v1/works/init', { token, body: initBody() })).status);
+        for (const token of [a.token, b.token, a.token])
+          statuses.push((await call(limited.url, 'POST', '/v1/works/init', { token, body: initBody() })).status);
         expect(statuses).to.deep.equal([200, 200, 200]);
         const refused = await call(limited.url, 'POST', '/v1/works/init', { token: b.token, body: initBody() });
         expectError(refused, 429, 'organization.rate_limited');
@@ -74,7 +81,10 @@ describe('registration guarantees', function () {
       expect(second.status).to.equal(412);
       const prepared = await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } });
       expect(prepared.status).to.equal(200);
-      const quote = await app.context.redis.hget(`${app.context.config.redis.prefix}:job:${(await app.context.db('api_keys').where({ id: key.id }).first()).organization_id}:${init.body.job_id}`, 'quote');
+      const quote = await app.context.redis.hget(
+        `${app.context.config.redis.prefix}:job:${(await app.context.db('api_keys').where({ id: key.id }).first()).organization_id}:${init.body.job_id}`,
+        'quote',
+      );
       expect(JSON.parse(quote!).mediaHash).to.equal('0x' + createHash('sha256').update(firstBytes).digest('hex'));
     });
 
@@ -116,11 +126,17 @@ describe('registration guarantees', function () {
         const init = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
         await upload(init.body.upload_url, randomBytes(1024));
         const prepared = await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } });
-        const replies = await Promise.all(Array.from({ length: n }, () => call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } })));
+        const replies = await Promise.all(
+          Array.from({ length: n }, () =>
+            call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: init.body.job_id } }),
+          ),
+        );
         expect(replies.filter((r) => r.status === 202)).to.have.length(1);
         for (const r of replies.filter((x) => x.status !== 202)) expectError(r, 404, 'registration.prepared_not_found');
         expect(await balance(org)).to.equal(1000 - prepared.body.total_price_credits);
-        expect(await app.context.db('transactions').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '1' }]);
+        expect(await app.context.db('transactions').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal(
+          [{ count: '1' }],
+        );
       });
     }
   });
@@ -141,7 +157,12 @@ describe('registration guarantees', function () {
           this.push(chunk);
         },
       });
-      const put = await fetch(init.body.upload_url, { method: 'PUT', body: body as unknown as BodyInit, duplex: 'half', headers: { 'Content-Length': String(size) } } as RequestInit);
+      const put = await fetch(init.body.upload_url, {
+        method: 'PUT',
+        body: body as unknown as BodyInit,
+        duplex: 'half',
+        headers: { 'Content-Length': String(size) },
+      } as RequestInit);
       expect(put.status).to.equal(200);
       global.gc?.();
       const baseline = process.memoryUsage().rss;
@@ -152,11 +173,15 @@ describe('registration guarantees', function () {
       clearInterval(sampler);
       expect(prepared.status, prepared.text).to.equal(200);
       const increaseMb = (peak - baseline) / 1024 / 1024;
-      process.stdout.write(`      200 MB prepare: ${Date.now() - started} ms, peak RSS increase ${increaseMb.toFixed(1)} MB (web, worker and s3rver in this process)\n`);
+      process.stdout.write(
+        `      200 MB prepare: ${Date.now() - started} ms, peak RSS increase ${increaseMb.toFixed(1)} MB (web, worker and s3rver in this process)\n`,
+      );
       // a buffered read would add at least 200 MB
       expect(increaseMb).to.be.below(100);
       const orgId = (await app.context.db('api_keys').where({ id: key.id }).first()).organization_id;
-      const quote = JSON.parse((await app.context.redis.hget(`${app.context.config.redis.prefix}:job:${orgId}:${init.body.job_id}`, 'quote'))!);
+      const quote = JSON.parse(
+        (await app.context.redis.hget(`${app.context.config.redis.prefix}:job:${orgId}:${init.body.job_id}`, 'quote'))!,
+      );
       expect(quote.mediaHash).to.equal('0x' + expected.digest('hex'));
       expect(quote.audioSize).to.equal(size);
       expect(prepared.body.storage_fee_credits).to.equal(Math.ceil((size - 10 * 1024 * 1024) / (1024 * 1024)));
@@ -184,8 +209,28 @@ describe('registration guarantees', function () {
         expect(verifySignature(key.webhookSecret, hook!)).to.equal(true);
         expect(hook!.headers['x-service-event']).to.equal('work_failed');
         const txId = r.confirm.body.transaction_id;
-        expect(Object.keys(hook!.body)).to.have.members(['event', 'transaction_id', 'organization_id', 'api_key_id', 'external_user_ref', 'network', 'ats_id', 'reason', 'message', 'failed_at']);
-        expect(hook!.body).to.deep.include({ event: 'work_failed', transaction_id: txId, organization_id: org, api_key_id: key.id, external_user_ref: 'u-9', network: 'testnet', ats_id: null, reason: 'chain.submission_rejected' });
+        expect(Object.keys(hook!.body)).to.have.members([
+          'event',
+          'transaction_id',
+          'organization_id',
+          'api_key_id',
+          'external_user_ref',
+          'network',
+          'ats_id',
+          'reason',
+          'message',
+          'failed_at',
+        ]);
+        expect(hook!.body).to.deep.include({
+          event: 'work_failed',
+          transaction_id: txId,
+          organization_id: org,
+          api_key_id: key.id,
+          external_user_ref: 'u-9',
+          network: 'testnet',
+          ats_id: null,
+          reason: 'chain.submission_rejected',
+        });
         expect(await balance(org)).to.equal(1000);
         const ledger = await app.context.db('credit_ledger').where({ organization_id: org, reference: txId }).orderBy('id');
         expect(ledger.map((e) => [e.kind, Number(e.amount)])).to.deep.equal([

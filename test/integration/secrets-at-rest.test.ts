@@ -9,8 +9,18 @@ import { walletSeedAad } from '../../shared/organizations/service';
 
 /** Every value of every table of the database, as text. */
 async function everything(db: import('knex').Knex): Promise<string> {
-  const tables: string[] = await db('information_schema.tables').where({ table_schema: 'public', table_type: 'BASE TABLE' }).pluck('table_name');
-  const dumps = await Promise.all(tables.map(async (t) => JSON.stringify(await db.raw(`SELECT row_to_json(x)::text AS row FROM ${db.client.wrapIdentifier(t)} x`).then((r: { rows: { row: string }[] }) => r.rows.map((x) => x.row)))));
+  const tables: string[] = await db('information_schema.tables')
+    .where({ table_schema: 'public', table_type: 'BASE TABLE' })
+    .pluck('table_name');
+  const dumps = await Promise.all(
+    tables.map(async (t) =>
+      JSON.stringify(
+        await db
+          .raw(`SELECT row_to_json(x)::text AS row FROM ${db.client.wrapIdentifier(t)} x`)
+          .then((r: { rows: { row: string }[] }) => r.rows.map((x) => x.row)),
+      ),
+    ),
+  );
   return dumps.join('\n');
 }
 
@@ -36,7 +46,11 @@ describe('secrets at rest', function () {
       const accessCode = hook!.body.access_code as string;
       expect(accessCode).to.match(/^atc_[0-9a-f]{64}$/);
       const deliveryId = hook!.headers['x-service-delivery'] as string;
-      await eventually(async () => ((await app.context.db('webhook_deliveries').where({ id: deliveryId, status: 'delivered' }).first()) ? true : undefined), 'the delivery recorded');
+      await eventually(
+        async () =>
+          (await app.context.db('webhook_deliveries').where({ id: deliveryId, status: 'delivered' }).first()) ? true : undefined,
+        'the delivery recorded',
+      );
 
       const wallet = await app.context.db('wallets').where({ organization_id: org, network: 'testnet' }).first();
       const seed = app.context.box.open(wallet.seed_encrypted, walletSeedAad(org, 'testnet'));
@@ -48,7 +62,8 @@ describe('secrets at rest', function () {
         ['access code', accessCode],
         ['wallet seed', seed],
       ];
-      for (const [what, secret] of secrets) for (const form of forms(secret)) expect(dump.includes(form), `${what} stored in clear`).to.equal(false);
+      for (const [what, secret] of secrets)
+        for (const form of forms(secret)) expect(dump.includes(form), `${what} stored in clear`).to.equal(false);
       seed.fill(0);
 
       // what is stored instead: the hashes, which match

@@ -21,8 +21,16 @@ describe('jobs whose worker dies mid-job', function () {
   after(() => app.close());
 
   it('every queue allows stalls on purpose: as many as its attempts, the webhooks as many as the schedule has steps', () => {
-    const expected: Record<QueueName, number> = { prepare: 2, chain: 20, webhooks: app.context.config.webhooks.retrySchedule.length, 'webhooks-dead': 3, maintenance: 3, certificates: 5 };
-    for (const name of Object.keys(QUEUE_DEFINITIONS) as QueueName[]) expect(maxStalledCountOf(app.context, name), name).to.equal(expected[name]);
+    const expected: Record<QueueName, number> = {
+      prepare: 2,
+      chain: 20,
+      webhooks: app.context.config.webhooks.retrySchedule.length,
+      'webhooks-dead': 3,
+      maintenance: 3,
+      certificates: 5,
+    };
+    for (const name of Object.keys(QUEUE_DEFINITIONS) as QueueName[])
+      expect(maxStalledCountOf(app.context, name), name).to.equal(expected[name]);
     expect(maxStalledCountOf(app.context, 'webhooks')).to.be.greaterThan(2);
   });
 
@@ -63,7 +71,10 @@ describe('jobs whose worker dies mid-job', function () {
       // one acknowledged attempt recorded; the killed ones never answered
       const attempts = await attemptRows(app.context, delivery.deliveryId);
       expect(attempts.filter((a) => a.status_code === 200)).to.have.length(1);
-      const queue = new Queue('webhooks', { connection: app.context.redis.duplicate(), prefix: bullPrefix(app.context.config.redis.prefix) });
+      const queue = new Queue('webhooks', {
+        connection: app.context.redis.duplicate(),
+        prefix: bullPrefix(app.context.config.redis.prefix),
+      });
       try {
         const failed = await queue.getFailed();
         expect(failed.map((j) => j.failedReason)).to.deep.equal([]);

@@ -51,7 +51,11 @@ function connect(app: TestApp, path: string, token?: string, options: WebSocket.
 }
 
 /** An upgrade the server must refuse: its plain HTTP answer, and proof that no socket opened. */
-function refused(app: TestApp, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any; requestId: string | undefined }> {
+function refused(
+  app: TestApp,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; requestId: string | undefined }> {
   const ws = new WebSocket(wsUrl(app, path), { headers });
   return new Promise((resolve, reject) => {
     ws.once('open', () => reject(new Error('the upgrade was accepted')));
@@ -59,7 +63,9 @@ function refused(app: TestApp, path: string, headers: Record<string, string> = {
     ws.once('unexpected-response', (_req, res: IncomingMessage) => {
       let text = '';
       res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), requestId: res.headers['x-request-id'] as string | undefined }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, body: JSON.parse(text), requestId: res.headers['x-request-id'] as string | undefined }),
+      );
     });
   });
 }
@@ -117,7 +123,13 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     const client = await connect(second, `/v1/ws/transactions/${tx.id}`, key.token);
     const [connected] = await client.frameCount(1);
     expect(connected).to.deep.include({ type: 'connected' });
-    expect(connected!.transaction).to.include({ transaction_id: tx.id, status: 'pending', current_step: 'validating', progress: 5, is_complete: false });
+    expect(connected!.transaction).to.include({
+      transaction_id: tx.id,
+      status: 'pending',
+      current_step: 'validating',
+      progress: 5,
+      is_complete: false,
+    });
 
     await tx.go();
     const close = await client.closed;
@@ -145,7 +157,13 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     expect((await late.closed).code).to.equal(1000);
     expect(late.frames).to.have.length(1);
     expect(late.frames[0]!.type).to.equal('connected');
-    expect(late.frames[0]!.transaction).to.include({ transaction_id: id, status: 'finalized', current_step: 'completed', progress: 100, is_complete: true });
+    expect(late.frames[0]!.transaction).to.include({
+      transaction_id: id,
+      status: 'finalized',
+      current_step: 'completed',
+      progress: 100,
+      is_complete: true,
+    });
   });
 
   it('401 on a missing, malformed, unknown or misplaced token: a plain HTTP answer, no socket', async () => {
@@ -166,9 +184,21 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     const stranger = await createKey(first.context, await createOrg(first.context));
     const r = await register(first.url, owner.token);
     const id = r.confirm.body.transaction_id;
-    expectRefusal(await refused(second, `/v1/ws/transactions/${id}`, { Authorization: `Bearer ${stranger.token}` }), 404, 'common.not_found');
-    expectRefusal(await refused(second, `/v1/ws/transactions/${randomUUID()}`, { Authorization: `Bearer ${owner.token}` }), 404, 'common.not_found');
-    expectRefusal(await refused(second, `/v1/ws/transactions/not-an-id`, { Authorization: `Bearer ${owner.token}` }), 404, 'common.not_found');
+    expectRefusal(
+      await refused(second, `/v1/ws/transactions/${id}`, { Authorization: `Bearer ${stranger.token}` }),
+      404,
+      'common.not_found',
+    );
+    expectRefusal(
+      await refused(second, `/v1/ws/transactions/${randomUUID()}`, { Authorization: `Bearer ${owner.token}` }),
+      404,
+      'common.not_found',
+    );
+    expectRefusal(
+      await refused(second, `/v1/ws/transactions/not-an-id`, { Authorization: `Bearer ${owner.token}` }),
+      404,
+      'common.not_found',
+    );
     expectRefusal(await refused(second, `/v1/ws/elsewhere`, { Authorization: `Bearer ${owner.token}` }), 404, 'common.not_found');
   });
 
@@ -193,7 +223,11 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     const key = await createKey(first.context, await createOrg(first.context));
     const tx = await confirmedButHeld(key);
     // the credential goes in the HTTP handshake, checked before engine.io allocates anything
-    const socket: IoSocket = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer ${key.token}` }, reconnection: false });
+    const socket: IoSocket = ioClient(second.url, {
+      path: '/v1/socket.io',
+      extraHeaders: { Authorization: `Bearer ${key.token}` },
+      reconnection: false,
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         socket.once('connect', resolve);
@@ -219,7 +253,12 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
 
       // another organization's transaction: an error frame, no subscription
       const stranger = await createKey(first.context, await createOrg(first.context));
-      const foreign = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer ${stranger.token}` }, reconnection: false, transports: ['websocket'] });
+      const foreign = ioClient(second.url, {
+        path: '/v1/socket.io',
+        extraHeaders: { Authorization: `Bearer ${stranger.token}` },
+        reconnection: false,
+        transports: ['websocket'],
+      });
       try {
         const answer: any = await foreign.timeout(10_000).emitWithAck('subscribe', tx.id);
         expect(answer).to.deep.include({ type: 'error', transaction: null });
@@ -241,9 +280,16 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
       expect(reply.status, query).to.equal(403);
       expect((await reply.json()).message).to.match(/^auth\.unauthorized: /);
     }
-    const forged = await fetch(`${second.url}/v1/socket.io/?EIO=4&transport=polling`, { headers: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` } });
+    const forged = await fetch(`${second.url}/v1/socket.io/?EIO=4&transport=polling`, {
+      headers: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` },
+    });
     expect(forged.status).to.equal(403);
-    const socket = ioClient(second.url, { path: '/v1/socket.io', extraHeaders: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` }, reconnection: false, transports: ['websocket'] });
+    const socket = ioClient(second.url, {
+      path: '/v1/socket.io',
+      extraHeaders: { Authorization: `Bearer wrk_live_${'b'.repeat(40)}` },
+      reconnection: false,
+      transports: ['websocket'],
+    });
     try {
       const err: Error = await new Promise((resolve) => socket.once('connect_error', resolve));
       expect(err.message).to.be.a('string');
@@ -257,7 +303,14 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
   describe('limits', () => {
     let limited: TestApp;
     before(async () => {
-      limited = await startApp(configWith({ REDIS_PREFIX: config.redis.prefix, WS_MAX_SOCKETS_PER_ORG: '2', WS_HEARTBEAT_SECONDS: '1', WS_IDLE_TIMEOUT_SECONDS: '2' }));
+      limited = await startApp(
+        configWith({
+          REDIS_PREFIX: config.redis.prefix,
+          WS_MAX_SOCKETS_PER_ORG: '2',
+          WS_HEARTBEAT_SECONDS: '1',
+          WS_IDLE_TIMEOUT_SECONDS: '2',
+        }),
+      );
     });
     after(() => limited.close());
 

@@ -51,7 +51,11 @@ describe('webhook delivery: kept-alive connections', function () {
   });
 
   /** Makes the first attempt of a recorded delivery, as its job would. */
-  async function attemptOf(deliveryId: string, deps: Partial<AttemptDeps> = {}, context: Resources = app.context): Promise<Decision & { deliveryId: string }> {
+  async function attemptOf(
+    deliveryId: string,
+    deps: Partial<AttemptDeps> = {},
+    context: Resources = app.context,
+  ): Promise<Decision & { deliveryId: string }> {
     const delivery = await repo.load(deliveryId);
     const decision = await attemptDelivery(context, delivery!, { retryIndex: 0, final: false }, { repo, connections, ...deps });
     return { ...decision, deliveryId };
@@ -145,7 +149,9 @@ describe('webhook delivery: kept-alive connections', function () {
       expect((await attempt(url)).kind).to.equal('delivered');
       const second = await attempt(url);
       expect(second).to.include({ kind: 'delivered', attempt: 1 });
-      expect((await attemptRows(app.context, second.deliveryId)).map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([[1, 200, 'delivered']]);
+      expect((await attemptRows(app.context, second.deliveryId)).map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([
+        [1, 200, 'delivered'],
+      ]);
       expect(requests).to.have.length(3);
       expect(requests[1], 'the kept-alive connection').to.equal(requests[0]);
       expect(requests[2], 'a fresh one').to.not.equal(requests[0]);
@@ -210,7 +216,12 @@ describe('webhook delivery: batched statements under concurrency', function () {
     try {
       const repo = new DeliveryRepo(app.context.db);
       const d = await deliverEvent(app.context, r.url);
-      const loads = await Promise.all([repo.load(d.deliveryId), repo.load(randomUUID()), repo.load('not-a-uuid'), repo.load(d.deliveryId.toUpperCase())]);
+      const loads = await Promise.all([
+        repo.load(d.deliveryId),
+        repo.load(randomUUID()),
+        repo.load('not-a-uuid'),
+        repo.load(d.deliveryId.toUpperCase()),
+      ]);
       expect(loads.map((l) => l?.id)).to.deep.equal([d.deliveryId, undefined, undefined, d.deliveryId]);
       expect(loads[0]).to.include({ url: r.url, event: 'work_failed', status: 'pending' });
       expect(loads[0]!.sealedWebhookSecret).to.be.a('string');

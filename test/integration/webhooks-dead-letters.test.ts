@@ -16,7 +16,11 @@ const basic = (user: string, password: string) => ({ Authorization: `Basic ${Buf
 describe('dead letters and Bull Board', function () {
   this.timeout(60_000);
   const stack = useStack({
-    env: { REDIS_PREFIX: `deadletters_${Date.now()}`, WEBHOOK_RETRY_SCHEDULE: '1,1,1', OPERATOR_CREDENTIAL: `${OPERATOR.user}:${OPERATOR.password}` },
+    env: {
+      REDIS_PREFIX: `deadletters_${Date.now()}`,
+      WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+      OPERATOR_CREDENTIAL: `${OPERATOR.user}:${OPERATOR.password}`,
+    },
     queues: ['webhooks', 'webhooks-dead'],
   });
   let app: TestApp;
@@ -26,7 +30,10 @@ describe('dead letters and Bull Board', function () {
     issuedSecrets.add(OPERATOR.password);
     receiver = await new WebhookReceiver().start();
     // each delivery is refused with 400 the first time (permanent: dead at once), accepted afterwards
-    receiver.respond = (req) => ({ status: receiver.received.filter((r) => r.headers['x-service-delivery'] === req.headers['x-service-delivery']).length === 1 ? 400 : 200 });
+    receiver.respond = (req) => ({
+      status:
+        receiver.received.filter((r) => r.headers['x-service-delivery'] === req.headers['x-service-delivery']).length === 1 ? 400 : 200,
+    });
   });
   after(() => receiver.stop());
 
@@ -49,13 +56,29 @@ describe('dead letters and Bull Board', function () {
     }
     expectError(await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/x/retry`), 401, 'auth.unauthorized');
     expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { headers: basic(OPERATOR.user, 'wrong') }), 401, 'auth.unauthorized');
-    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { headers: basic('someone', OPERATOR.password) }), 401, 'auth.unauthorized');
+    expectError(
+      await call(app.url, 'GET', `${BOARD}/api/queues`, { headers: basic('someone', OPERATOR.password) }),
+      401,
+      'auth.unauthorized',
+    );
     expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: 'not-a-jwt' }), 401, 'auth.unauthorized');
     const org = await createOrg(app.context);
-    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org, roles: ['viewer'] }) }), 403, 'common.forbidden');
+    expectError(
+      await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org, roles: ['viewer'] }) }),
+      403,
+      'common.forbidden',
+    );
     // an organization's admin is not an operator: it would see and retry every organization's jobs
-    expectError(await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
-    expectError(await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/x/retry`, { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
+    expectError(
+      await call(app.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: org }) }),
+      403,
+      'common.forbidden',
+    );
+    expectError(
+      await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/x/retry`, { token: await adminToken({ organizationId: org }) }),
+      403,
+      'common.forbidden',
+    );
   });
 
   it('opens to an operator-role token or the operator credential and shows every queue', async () => {
@@ -79,9 +102,19 @@ describe('dead letters and Bull Board', function () {
     const [operators, partner] = [await createOrg(app.context), await createOrg(app.context)];
     const restricted = await startApp(configWith({ OPERATOR_ORG_IDS: operators }));
     try {
-      expect((await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: operators }) })).status).to.equal(200);
-      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: partner }) }), 403, 'common.forbidden');
-      expectError(await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: operators }) }), 403, 'common.forbidden');
+      expect(
+        (await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: operators }) })).status,
+      ).to.equal(200);
+      expectError(
+        await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await operatorToken({ organizationId: partner }) }),
+        403,
+        'common.forbidden',
+      );
+      expectError(
+        await call(restricted.url, 'GET', `${BOARD}/api/queues`, { token: await adminToken({ organizationId: operators }) }),
+        403,
+        'common.forbidden',
+      );
     } finally {
       await restricted.close();
     }
@@ -93,16 +126,23 @@ describe('dead letters and Bull Board', function () {
     const [refused] = receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId);
 
     // the board lists it among the dead letters' failures, with the reason it died
-    const listed = await call(app.url, 'GET', `${BOARD}/api/queues?activeQueue=webhooks-dead&status=failed&page=1&jobsPerPage=50`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    const listed = await call(app.url, 'GET', `${BOARD}/api/queues?activeQueue=webhooks-dead&status=failed&page=1&jobsPerPage=50`, {
+      headers: basic(OPERATOR.user, OPERATOR.password),
+    });
     const dead = listed.body.queues.find((q: { name: string }) => q.name === 'webhooks-dead');
     const entry = dead.jobs.find((j: { id: string }) => j.id === d.deliveryId);
     expect(entry.failedReason).to.include('HTTP 400');
 
     const retriedAt = Math.floor(Date.now() / 1000);
-    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/${d.deliveryId}/retry`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/${d.deliveryId}/retry`, {
+      headers: basic(OPERATOR.user, OPERATOR.password),
+    });
     expect(retry.status, retry.text).to.equal(204);
 
-    const again = await eventually(async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1], 'the redelivery');
+    const again = await eventually(
+      async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1],
+      'the redelivery',
+    );
     expect(again.raw).to.equal(refused!.raw);
     expect(verifySignature(d.key.webhookSecret, again)).to.equal(true);
     expect(Number(again.headers['x-service-timestamp'])).to.be.at.least(retriedAt);
@@ -112,21 +152,34 @@ describe('dead letters and Bull Board', function () {
       [1, 400, 'dead'],
       [2, 200, 'delivered'],
     ]);
-    await eventually(async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true), 'the dead letter to leave its queue');
+    await eventually(
+      async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true),
+      'the dead letter to leave its queue',
+    );
   });
 
   it('does the same for a retry of the failed delivery job itself', async () => {
     const url = `${receiver.url}?case=board-failed`;
     const d = await deadDelivery(url);
-    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { token: await operatorToken({ organizationId: await createOrg(app.context) }) });
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, {
+      token: await operatorToken({ organizationId: await createOrg(app.context) }),
+    });
     expect(retry.status, retry.text).to.equal(204);
 
-    const again = await eventually(async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1], 'the redelivery');
+    const again = await eventually(
+      async () => receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)[1],
+      'the redelivery',
+    );
     expect(verifySignature(d.key.webhookSecret, again)).to.equal(true);
     expect((await deliveryReaches(app.context, d.deliveryId, 'delivered')).attempts).to.equal(2);
-    await eventually(async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true), 'the dead letter to leave its queue');
+    await eventually(
+      async () => ((await app.context.queues['webhooks-dead'].getJob(d.deliveryId)) ? undefined : true),
+      'the dead letter to leave its queue',
+    );
     // a second retry of a job whose delivery went through sends nothing more
-    const late = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    const late = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks/${d.deliveryId}/retry`, {
+      headers: basic(OPERATOR.user, OPERATOR.password),
+    });
     expect(late.status).to.equal(204);
     const job = await app.context.queues.webhooks.getJob(d.deliveryId);
     await eventually(async () => ((await job!.getState()) === 'completed' ? true : undefined), 'the late retry to finish');

@@ -33,7 +33,11 @@ describe('webhook delivery (contract §7)', function () {
       const d = await deliverEvent(app.context, receiver.url);
       const [hook] = await receiver.waitFor(1);
       expect(verifySignature(d.key.webhookSecret, hook!)).to.equal(true);
-      expect(hook!.headers).to.include({ 'content-type': 'application/json', 'x-service-event': 'work_failed', 'x-service-delivery': d.deliveryId });
+      expect(hook!.headers).to.include({
+        'content-type': 'application/json',
+        'x-service-event': 'work_failed',
+        'x-service-delivery': d.deliveryId,
+      });
       expect(hook!.body).to.include({ event: 'work_failed', transaction_id: d.transactionId });
 
       const row = await deliveryReaches(app.context, d.deliveryId, 'delivered');
@@ -146,7 +150,11 @@ describe('webhook delivery: Retry-After', function () {
   it('lengthens a wait up to the following step of the schedule, never beyond it', () =>
     withReceiver(async (receiver) => {
       receiver.respond = (_req, index) =>
-        index === 0 ? { status: 429, headers: { 'Retry-After': '2' } } : index === 1 ? { status: 503, headers: { 'Retry-After': '3600' } } : { status: 200 };
+        index === 0
+          ? { status: 429, headers: { 'Retry-After': '2' } }
+          : index === 1
+            ? { status: 503, headers: { 'Retry-After': '3600' } }
+            : { status: 200 };
       const d = await deliverEvent(app.context, receiver.url);
       const hooks = await receiver.waitFor(3);
       await deliveryReaches(app.context, d.deliveryId, 'delivered');

@@ -14,7 +14,11 @@ describe('webhook attempts retention', function () {
   it('prunes attempts older than the retention (30 days by default) through the maintenance queue', async () => {
     expect(stack.config.webhooks.attemptRetentionDays).to.equal(30);
     const d = await deliverEvent(app.context, 'https://receiver.example.test/hooks');
-    const delivery = await app.context.db('webhook_deliveries as w').join('events as e', 'e.id', 'w.event_id').where('w.id', d.deliveryId).first('w.*', 'e.type', 'e.transaction_id');
+    const delivery = await app.context
+      .db('webhook_deliveries as w')
+      .join('events as e', 'e.id', 'w.event_id')
+      .where('w.id', d.deliveryId)
+      .first('w.*', 'e.type', 'e.transaction_id');
     const ages = [45, 31, 29, 0];
     await app.context.db('webhook_attempts').insert(
       ages.map((days, i) => ({

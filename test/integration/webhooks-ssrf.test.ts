@@ -33,8 +33,16 @@ describe('webhook delivery: private addresses refused after DNS resolution (SSRF
 
   const cases: [string, () => string, RegExp][] = [
     ['an IP literal 127.0.0.1', () => `http://127.0.0.1:${port}/hooks`, /resolves to 127\.0\.0\.1, a loopback address/],
-    ['a host name resolving to 127.0.0.1', () => `http://localhost:${port}/hooks`, /refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address/],
-    ['169.254.169.254 (cloud metadata)', () => 'http://169.254.169.254/latest/meta-data/', /resolves to 169\.254\.169\.254, a link-local address/],
+    [
+      'a host name resolving to 127.0.0.1',
+      () => `http://localhost:${port}/hooks`,
+      /refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
+    ],
+    [
+      '169.254.169.254 (cloud metadata)',
+      () => 'http://169.254.169.254/latest/meta-data/',
+      /resolves to 169\.254\.169\.254, a link-local address/,
+    ],
     ['an IPv4-mapped IPv6 loopback', () => `http://[::ffff:127.0.0.1]:${port}/hooks`, /resolves to ::ffff:7f00:1, a loopback address/],
     ['the IPv6 loopback', () => `http://[::1]:${port}/hooks`, /resolves to ::1, a loopback address/],
   ];
@@ -51,15 +59,27 @@ describe('webhook delivery: private addresses refused after DNS resolution (SSRF
   it('refuses at key creation, with 422, a webhook URL the delivery policy would refuse', async () => {
     const org = await createOrg(app.context);
     const admin = await adminToken({ organizationId: org });
-    const create = (webhook_url: string) => call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, { token: admin, body: { name: 'k', scopes: ['works:read'], webhook_url } });
-    for (const url of [`http://127.0.0.1:${port}/hooks`, `http://localhost:${port}/hooks`, 'http://169.254.169.254/latest/meta-data/', `http://[::ffff:0:127.0.0.1]:${port}/`, 'http://[2001::1]/']) {
+    const create = (webhook_url: string) =>
+      call(app.url, 'POST', `/v1/organizations/${org}/api-keys`, {
+        token: admin,
+        body: { name: 'k', scopes: ['works:read'], webhook_url },
+      });
+    for (const url of [
+      `http://127.0.0.1:${port}/hooks`,
+      `http://localhost:${port}/hooks`,
+      'http://169.254.169.254/latest/meta-data/',
+      `http://[::ffff:0:127.0.0.1]:${port}/`,
+      'http://[2001::1]/',
+    ]) {
       const error = expectError(await create(url), 422, 'common.validation_failed');
       expect(error.message, url).to.match(/webhook_url is refused: .* address/);
     }
     // a public address, and a host that does not resolve yet (checked again at every attempt), are accepted
     expect((await create('https://93.184.216.34/hooks')).status).to.equal(201);
     expect((await create('https://not-yet.invalid/hooks')).status).to.equal(201);
-    expect(await app.context.db('api_keys').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([{ count: '2' }]);
+    expect(await app.context.db('api_keys').where({ organization_id: org }).count<{ count: string }[]>('* as count')).to.deep.equal([
+      { count: '2' },
+    ]);
   });
 });
 
@@ -78,5 +98,4 @@ describe('webhook delivery: https required unless ALLOW_HTTP_WEBHOOKS', function
       await receiver.stop();
     }
   });
-
 });

@@ -25,19 +25,31 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     return reply.body.total_count as number;
   };
   const rows = async (org: string, where: Record<string, string> = {}) =>
-    Number((await app.context.db('works').where({ organization_id: org, ...where }).count<{ count: string }[]>('* as count'))[0]!.count);
+    Number(
+      (
+        await app.context
+          .db('works')
+          .where({ organization_id: org, ...where })
+          .count<{ count: string }[]>('* as count')
+      )[0]!.count,
+    );
 
   /** Every listing shape without a ref answers the count of the rows under the same filter. */
   async function expectExact(org: string, token: string): Promise<void> {
     expect(await list(token), 'all networks').to.equal(await rows(org));
-    for (const network of ['testnet', 'mainnet']) expect(await list(token, `?network=${network}`), network).to.equal(await rows(org, { network }));
+    for (const network of ['testnet', 'mainnet'])
+      expect(await list(token, `?network=${network}`), network).to.equal(await rows(org, { network }));
   }
 
   function settled(txId: string) {
-    return eventually(async () => {
-      const row = await app.context.db('transactions').where({ id: txId }).first();
-      return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
-    }, `transaction ${txId} to settle`, 120_000);
+    return eventually(
+      async () => {
+        const row = await app.context.db('transactions').where({ id: txId }).first();
+        return row.status === 'finalized' || row.status === 'failed' ? row : undefined;
+      },
+      `transaction ${txId} to settle`,
+      120_000,
+    );
   }
 
   it('counts registrations as they finalize (concurrently), not a new version, and no other organization’s', async () => {
@@ -45,7 +57,12 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     const [keyA, keyB] = [await createKey(app.context, a), await createKey(app.context, b)];
     expect(await list(keyA.token)).to.equal(0);
 
-    const bodies = [initBody({ external_user_ref: 'alice' }), initBody({ external_user_ref: 'alice' }), initBody(), initBody({ external_user_ref: 'bob' })];
+    const bodies = [
+      initBody({ external_user_ref: 'alice' }),
+      initBody({ external_user_ref: 'alice' }),
+      initBody(),
+      initBody({ external_user_ref: 'bob' }),
+    ];
     const registered = await Promise.all(bodies.map((body) => register(app.url, keyA.token, body)));
     const ofB = await register(app.url, keyB.token, initBody({ external_user_ref: 'alice' }));
     const txs = await Promise.all([...registered, ofB].map((r) => settled(r.confirm.body.transaction_id)));
@@ -70,7 +87,10 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
 
   it('equals a count of the rows through bulk inserts over two organizations, deletes and moves', async () => {
     const [a, b] = [await createOrg(app.context), await createOrg(app.context)];
-    const [tokenA, tokenB] = [(await createKey(app.context, a, ['works:read'])).token, (await createKey(app.context, b, ['works:read'])).token];
+    const [tokenA, tokenB] = [
+      (await createKey(app.context, a, ['works:read'])).token,
+      (await createKey(app.context, b, ['works:read'])).token,
+    ];
     const db = app.context.db;
     const check = async () => {
       await expectExact(a, tokenA);
@@ -84,7 +104,8 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     expect(await list(tokenA)).to.equal(1230);
 
     // one statement over both organizations and both networks
-    const base = async (network: string) => Number((await db('ats_counters').where({ network }).increment('next_id', 40).returning('next_id'))[0].next_id) - 41;
+    const base = async (network: string) =>
+      Number((await db('ats_counters').where({ network }).increment('next_id', 40).returning('next_id'))[0].next_id) - 41;
     await db.raw(
       `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, external_user_ref, has_files, created_at, latest_version_at)
        SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN ?::uuid ELSE ?::uuid END, CASE WHEN g % 5 = 0 THEN 'mainnet' ELSE 'testnet' END,
@@ -97,11 +118,17 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     expect(await list(tokenB)).to.equal(27);
 
     // the index is written only by finalization; by hand, a delete or a move is still counted exactly
-    await db('works').whereIn('id', db('works').where({ organization_id: a, network: 'testnet' }).limit(100).select('id')).del();
+    await db('works')
+      .whereIn('id', db('works').where({ organization_id: a, network: 'testnet' }).limit(100).select('id'))
+      .del();
     await check();
-    await db('works').where({ organization_id: a, network: 'mainnet', external_user_ref: 'alice' }).update({ network: 'testnet', ats_id: db.raw('ats_id + 1000000000') });
+    await db('works')
+      .where({ organization_id: a, network: 'mainnet', external_user_ref: 'alice' })
+      .update({ network: 'testnet', ats_id: db.raw('ats_id + 1000000000') });
     await check();
-    await db('works').whereIn('id', db('works').where({ organization_id: b }).limit(3).select('id')).update({ organization_id: a });
+    await db('works')
+      .whereIn('id', db('works').where({ organization_id: b }).limit(3).select('id'))
+      .update({ organization_id: a });
     await check();
     await db('works').where({ organization_id: b }).update({ title: 'renamed', latest_version: 2 });
     await check();
@@ -116,17 +143,21 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       await db('works').where({ id: first.id }).del();
       await holding('works').insert({ ...first, id: randomUUID(), ats_id: Number(first.ats_id) + 2_000_000_000 });
     });
-    await db('works').whereIn('id', db('works').where({ organization_id: b }).limit(2).select('id')).del();
+    await db('works')
+      .whereIn('id', db('works').where({ organization_id: b }).limit(2).select('id'))
+      .del();
     await check();
     expect(await list(tokenB)).to.equal(27 - 3 - 2);
 
     // a failed statement leaves the count as it was
     const before = await list(tokenA);
     const [existing] = await db('works').where({ organization_id: a }).limit(1);
-    await db.transaction(async (trx) => {
-      await trx('works').insert({ ...existing, id: randomUUID(), ats_id: Number(existing.ats_id) + 10_000_000 });
-      await trx('works').insert(existing); // duplicate id: the transaction fails
-    }).catch(() => undefined);
+    await db
+      .transaction(async (trx) => {
+        await trx('works').insert({ ...existing, id: randomUUID(), ats_id: Number(existing.ats_id) + 10_000_000 });
+        await trx('works').insert(existing); // duplicate id: the transaction fails
+      })
+      .catch(() => undefined);
     expect(await list(tokenA)).to.equal(before);
     await check();
   });
@@ -141,7 +172,10 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       () => db('work_counts').insert({ organization_id: org, network: 'mainnet', slot: 0, works: 5 }),
     ];
     for (const attempt of attempts) {
-      const err = await attempt().then(() => undefined, (e: Error) => e);
+      const err = await attempt().then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(err?.message).to.match(/work_counts changes only through the triggers on works/);
     }
     expect(Number((await db('work_counts').where({ organization_id: org }).sum('works as works'))[0]!.works)).to.equal(2);
@@ -162,16 +196,30 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     });
 
     const counts = async () =>
-      (await db('work_counts').groupBy('organization_id', 'network').orderBy(['organization_id', 'network']).select('organization_id', 'network', db.raw('sum(works) AS works'))).map((r) => [r.organization_id, r.network, Number(r.works)]);
+      (
+        await db('work_counts')
+          .groupBy('organization_id', 'network')
+          .orderBy(['organization_id', 'network'])
+          .select('organization_id', 'network', db.raw('sum(works) AS works'))
+      ).map((r) => [r.organization_id, r.network, Number(r.works)]);
     const rowCounts = async () =>
-      (await db('works').groupBy('organization_id', 'network').orderBy(['organization_id', 'network']).select('organization_id', 'network', db.raw('count(*) AS works'))).map((r) => [r.organization_id, r.network, Number(r.works)]);
+      (
+        await db('works')
+          .groupBy('organization_id', 'network')
+          .orderBy(['organization_id', 'network'])
+          .select('organization_id', 'network', db.raw('count(*) AS works'))
+      ).map((r) => [r.organization_id, r.network, Number(r.works)]);
 
     it('counts the works already there, and TRUNCATE empties the counts', async () => {
       await db.migrate.latest();
       await db.migrate.down({ name: '20261122060000_work_counts.ts' });
       expect(await db.schema.hasTable('work_counts')).to.equal(false);
 
-      const orgs = (await db('organizations').insert([{ name: 'one' }, { name: 'two' }, { name: 'three' }]).returning('id')).map((r) => r.id as string);
+      const orgs = (
+        await db('organizations')
+          .insert([{ name: 'one' }, { name: 'two' }, { name: 'three' }])
+          .returning('id')
+      ).map((r) => r.id as string);
       await db.raw(
         `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, has_files, created_at, latest_version_at)
          SELECT gen_random_uuid(), (?::uuid[])[1 + g % 2], CASE WHEN g % 3 = 0 THEN 'mainnet' ELSE 'testnet' END, g, 'owner', 'Work', 'w.wav', 1, '0x00', true, now(), now()
@@ -185,7 +233,19 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       await db.raw('TRUNCATE works CASCADE');
       expect(await counts()).to.deep.equal([]);
       // the organization without works can go: its counts go with it
-      await db('works').insert({ id: randomUUID(), organization_id: orgs[2], network: 'testnet', ats_id: 1, owner: 'o', title: 't', asset_filename: 'w.wav', latest_version: 1, latest_commitment: '0x00', created_at: db.fn.now(), latest_version_at: db.fn.now() });
+      await db('works').insert({
+        id: randomUUID(),
+        organization_id: orgs[2],
+        network: 'testnet',
+        ats_id: 1,
+        owner: 'o',
+        title: 't',
+        asset_filename: 'w.wav',
+        latest_version: 1,
+        latest_commitment: '0x00',
+        created_at: db.fn.now(),
+        latest_version_at: db.fn.now(),
+      });
       await db('works').where({ organization_id: orgs[2] }).del();
       expect(await counts()).to.deep.equal([[orgs[2], 'testnet', 0]]);
       await db('organizations').where({ id: orgs[2] }).del();

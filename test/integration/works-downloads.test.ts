@@ -32,7 +32,8 @@ describe('a registered work read back: details, downloads and certificates', fun
     expect(res.status, url).to.equal(200);
     return { bytes: Buffer.from(await res.arrayBuffer()), headers: res.headers };
   };
-  const session = async (ref: string) => (await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: ref } })).body.session_token as string;
+  const session = async (ref: string) =>
+    (await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: ref } })).body.session_token as string;
   const exists = (objectKey: string) =>
     app.context.storage.client.send(new HeadObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey })).then(
       () => true,
@@ -48,10 +49,14 @@ describe('a registered work read back: details, downloads and certificates', fun
     const registered = await register(app.url, key.token, body, audio);
     expect(registered.confirm.status).to.equal(202);
     const txId = registered.confirm.body.transaction_id;
-    const result = await eventually(async () => {
-      const reply = await get(`/v1/transactions/${txId}`);
-      return reply.body.status === 'finalized' ? reply.body.result : undefined;
-    }, 'the registration to finalize', 120_000);
+    const result = await eventually(
+      async () => {
+        const reply = await get(`/v1/transactions/${txId}`);
+        return reply.body.status === 'finalized' ? reply.body.result : undefined;
+      },
+      'the registration to finalize',
+      120_000,
+    );
     work = { id: registered.jobId, atsId: result.ats_id, audio, result, title: 'Nocturne for Relays' };
   });
 
@@ -98,8 +103,20 @@ describe('a registered work read back: details, downloads and certificates', fun
     expect(creators.body).to.deep.equal({
       version: 1,
       creators: [
-        { full_name: 'Ada Lovelace', roles: { author: true, composer: true, arranger: false, adapter: false }, ipi: '00012345678', isni: '000000012146438X', email: 'ada@example.test' },
-        { full_name: 'Charles Babbage', roles: { author: false, composer: false, arranger: true, adapter: false }, ipi: null, isni: null, email: null },
+        {
+          full_name: 'Ada Lovelace',
+          roles: { author: true, composer: true, arranger: false, adapter: false },
+          ipi: '00012345678',
+          isni: '000000012146438X',
+          email: 'ada@example.test',
+        },
+        {
+          full_name: 'Charles Babbage',
+          roles: { author: false, composer: false, arranger: true, adapter: false },
+          ipi: null,
+          isni: null,
+          email: null,
+        },
       ],
     });
     expect((await get(`/v1/works/${work.atsId}/creators?version=1`)).body).to.deep.equal(creators.body);
@@ -162,7 +179,15 @@ describe('a registered work read back: details, downloads and certificates', fun
       const { text, pages } = await pdfText(bytes);
       expect(pages).to.equal(1);
       const flat = text.replace(/\s+/g, ' ');
-      for (const expected of [work.title, (await app.context.db('works').where({ id: work.id }).first()).latest_commitment, work.result.block_hash, work.result.tx_hash, 'Ada Lovelace', 'Charles Babbage', 'symphony.wav']) {
+      for (const expected of [
+        work.title,
+        (await app.context.db('works').where({ id: work.id }).first()).latest_commitment,
+        work.result.block_hash,
+        work.result.tx_hash,
+        'Ada Lovelace',
+        'Charles Babbage',
+        'symphony.wav',
+      ]) {
         expect(flat, expected).to.include(expected);
       }
       expect(flat).to.include(work.result.explorer_url);
@@ -188,11 +213,28 @@ describe('a registered work read back: details, downloads and certificates', fun
       anchor: JSON.stringify(v1tx.anchor),
       result: JSON.stringify({ explorer_url: work.result.explorer_url }),
     });
-    await app.context.db('work_versions').insert({ ...v1, version: 2, transaction_id: txId, commitment, creators: JSON.stringify(creators), tx_hash: `0x${'ab'.repeat(32)}`, block_number: v1.block_number + 3, finalized_at: finalizedAt });
-    await app.context.db('works').where({ id: work.id }).update({ latest_version: 2, latest_commitment: commitment, latest_version_at: finalizedAt });
+    await app.context.db('work_versions').insert({
+      ...v1,
+      version: 2,
+      transaction_id: txId,
+      commitment,
+      creators: JSON.stringify(creators),
+      tx_hash: `0x${'ab'.repeat(32)}`,
+      block_number: v1.block_number + 3,
+      finalized_at: finalizedAt,
+    });
+    await app.context
+      .db('works')
+      .where({ id: work.id })
+      .update({ latest_version: 2, latest_commitment: commitment, latest_version_at: finalizedAt });
 
     const detail = await get(`/v1/works/${work.atsId}`);
-    expect(detail.body).to.deep.include({ latest_version: 2, latest_commitment: commitment, versions_count: 2, latest_version_at: finalizedAt.toISOString() });
+    expect(detail.body).to.deep.include({
+      latest_version: 2,
+      latest_commitment: commitment,
+      versions_count: 2,
+      latest_version_at: finalizedAt.toISOString(),
+    });
     const versions = (await get(`/v1/works/${work.atsId}/versions`)).body.versions;
     expect(versions.map((v: { version: number; commitment: string }) => [v.version, v.commitment])).to.deep.equal([
       [1, v1.commitment],
@@ -200,7 +242,15 @@ describe('a registered work read back: details, downloads and certificates', fun
     ]);
     expect((await get(`/v1/works/${work.atsId}/creators`)).body).to.deep.equal({
       version: 2,
-      creators: [{ full_name: 'Grace Hopper', roles: { author: false, composer: false, arranger: false, adapter: true }, ipi: null, isni: '000000012146438X', email: null }],
+      creators: [
+        {
+          full_name: 'Grace Hopper',
+          roles: { author: false, composer: false, arranger: false, adapter: true },
+          ipi: null,
+          isni: '000000012146438X',
+          email: null,
+        },
+      ],
     });
     expect((await get(`/v1/works/${work.atsId}/creators?version=1`)).body.creators[0].full_name).to.equal('Ada Lovelace');
 
@@ -215,7 +265,8 @@ describe('a registered work read back: details, downloads and certificates', fun
     const latest = await get(`/v1/works/${work.id}/download/certificate`);
     const { text } = await pdfText((await fetchBytes(latest.body.url)).bytes);
     const flat = text.replace(/\s+/g, ' ');
-    for (const expected of [work.title, commitment, 'Version 2', 'Grace Hopper', 'ISNI', v1.block_hash]) expect(flat, expected).to.include(expected);
+    for (const expected of [work.title, commitment, 'Version 2', 'Grace Hopper', 'ISNI', v1.block_hash])
+      expect(flat, expected).to.include(expected);
     expect(await exists(v2Key)).to.equal(true);
 
     // a certificate lost from S3 is rendered again when next asked for

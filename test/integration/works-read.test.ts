@@ -14,7 +14,16 @@ describe('GET /v1/works: the listing', function () {
 
   /** Works of the organization as the listing must order them: newest first, then id. */
   const expectedOrder = async (org: string): Promise<string[]> =>
-    (await app.context.db('works').where({ organization_id: org }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).select('id')).map((r) => r.id);
+    (
+      await app.context
+        .db('works')
+        .where({ organization_id: org })
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .select('id')
+    ).map((r) => r.id);
 
   /** 250 works: 100 sharing one timestamp (ties broken by id), 100 a few microseconds apart, 50 in groups of five a second apart. */
   async function organizationWith250(): Promise<{ org: string; token: string }> {
@@ -119,7 +128,11 @@ describe('GET /v1/works: the listing', function () {
     // without a ref, an empty listing is a page, not an error
     const empty = await list((await createKey(app.context, await createOrg(app.context), ['works:read'])).token);
     expect(empty.status).to.equal(200);
-    expect(empty.body).to.deep.equal({ works: [], page_info: { has_next_page: false, has_previous_page: false, start_cursor: null, end_cursor: null }, total_count: 0 });
+    expect(empty.body).to.deep.equal({
+      works: [],
+      page_info: { has_next_page: false, has_previous_page: false, start_cursor: null, end_cursor: null },
+      total_count: 0,
+    });
   });
 
   it('a session token lists only its own ref’s works, whatever ref the query names', async () => {
@@ -128,7 +141,8 @@ describe('GET /v1/works: the listing', function () {
     await insertWorks(app.context, org, 4, { externalUserRef: 'dave' });
     await insertWorks(app.context, org, 2);
     const key = await createKey(app.context, org, ['works:read']);
-    const session = async (ref: string) => (await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: ref } })).body.session_token as string;
+    const session = async (ref: string) =>
+      (await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: ref } })).body.session_token as string;
     const carolToken = await session('carol');
     for (const query of ['', '?external_user_ref=dave', '?external_user_ref=carol']) {
       const reply = await list(carolToken, query);
@@ -146,7 +160,17 @@ describe('GET /v1/works: the listing', function () {
     expectError(await list(writer.token), 403, 'auth.insufficient_scope');
     expectError(await call(app.url, 'GET', '/v1/works'), 401, 'auth.unauthorized');
     const { token } = await createKey(app.context, org, ['works:read']);
-    for (const query of ['?first=0', '?first=101', '?first=abc', '?first=2.5', '?first=1&first=2', '?network=moon', '?after=not-a-cursor', `?after=${Buffer.from('w1|yesterday|x').toString('base64url')}`, '?external_user_ref=']) {
+    for (const query of [
+      '?first=0',
+      '?first=101',
+      '?first=abc',
+      '?first=2.5',
+      '?first=1&first=2',
+      '?network=moon',
+      '?after=not-a-cursor',
+      `?after=${Buffer.from('w1|yesterday|x').toString('base64url')}`,
+      '?external_user_ref=',
+    ]) {
       expectError(await list(token, query), 400, 'common.bad_request');
     }
     expect((await list(token, '?first=100&unknown=ignored')).status).to.equal(200);
@@ -161,8 +185,13 @@ describe('GET /v1/works: the listing', function () {
         await trx.raw('SET LOCAL enable_sort = off');
         return (await trx.raw(`EXPLAIN ${sql}`, bindings)).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
       });
-    const keyset = (filter: string) => `SELECT * FROM works WHERE organization_id = ?${filter} AND (created_at, id) < (?::timestamptz, ?::uuid) ORDER BY created_at DESC, id DESC LIMIT 21`;
-    for (const [filter, bindings] of [['', [org]], [' AND network = ?', [org, 'testnet']], [' AND external_user_ref = ?', [org, 'x']]] as const) {
+    const keyset = (filter: string) =>
+      `SELECT * FROM works WHERE organization_id = ?${filter} AND (created_at, id) < (?::timestamptz, ?::uuid) ORDER BY created_at DESC, id DESC LIMIT 21`;
+    for (const [filter, bindings] of [
+      ['', [org]],
+      [' AND network = ?', [org, 'testnet']],
+      [' AND external_user_ref = ?', [org, 'x']],
+    ] as const) {
       const shape = await plan(keyset(filter), [...bindings, new Date().toISOString(), randomUUID()]);
       expect(shape, filter || 'organization only').to.match(/Index Scan Backward/);
       expect(shape, filter || 'organization only').to.not.match(/\bSort\b/);

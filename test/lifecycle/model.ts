@@ -65,7 +65,8 @@ async function send(r: Real, base: string, method: string, path: string, body?: 
 
 function expectStatus(reply: Reply, status: number, code?: string, what = ''): void {
   const got = (reply.body as { error?: { code: string } } | undefined)?.error?.code;
-  if (reply.status !== status || (code && got !== code)) fail(`${what}: expected ${status} ${code ?? ''}, got ${reply.status} ${reply.text.slice(0, 200)}`);
+  if (reply.status !== status || (code && got !== code))
+    fail(`${what}: expected ${status} ${code ?? ''}, got ${reply.status} ${reply.text.slice(0, 200)}`);
 }
 
 const prefixOf = (job: JobModel) => (job.kind === 'register' ? '/v1/works' : `/v1/works/${job.atsId}/versions`);
@@ -76,14 +77,21 @@ function session(job: JobModel): 'alive' | 'over' | 'unsure' {
 }
 
 class Init implements Cmd {
-  constructor(readonly short: boolean, readonly version: { work: number; upload: boolean } | null) {}
+  constructor(
+    readonly short: boolean,
+    readonly version: { work: number; upload: boolean } | null,
+  ) {}
   check = (m: Readonly<Model>) => !this.version || m.works.length > 0;
   async run(m: Model, r: Real) {
     const base = this.short ? r.t.shortApp.url : r.t.app.url;
     const atsId = this.version ? m.works[this.version.work % m.works.length] : undefined;
     const path = this.version ? `/v1/works/${atsId}/versions/${this.version.upload ? 'init-upload' : 'init'}` : '/v1/works/init';
     const body = this.version
-      ? { network: 'testnet', creators: [creator({ full_name: `V ${randomUUID().slice(0, 6)}` })], ...(this.version.upload ? { filename: 'v.wav' } : {}) }
+      ? {
+          network: 'testnet',
+          creators: [creator({ full_name: `V ${randomUUID().slice(0, 6)}` })],
+          ...(this.version.upload ? { filename: 'v.wav' } : {}),
+        }
       : initBody({ title: `Model ${randomUUID().slice(0, 8)}` });
     const idem = randomUUID();
     const reply = await send(r, base, 'POST', path, body, { 'Idempotency-Key': idem });
@@ -103,7 +111,8 @@ class Init implements Cmd {
       confirmed: false,
     });
   }
-  toString = () => `init(${this.short ? 'short' : 'normal'}${this.version ? `, version of work #${this.version.work}${this.version.upload ? ' with audio' : ''}` : ''})`;
+  toString = () =>
+    `init(${this.short ? 'short' : 'normal'}${this.version ? `, version of work #${this.version.work}${this.version.upload ? ' with audio' : ''}` : ''})`;
 }
 
 class ReplayInit implements Cmd {
@@ -118,7 +127,10 @@ class ReplayInit implements Cmd {
 }
 
 class Put implements Cmd {
-  constructor(readonly job: number, readonly mode: 'first' | 'again' | 'elsewhere') {}
+  constructor(
+    readonly job: number,
+    readonly mode: 'first' | 'again' | 'elsewhere',
+  ) {}
   check = (m: Readonly<Model>) => m.jobs.some((j) => j.uploadUrl);
   async run(m: Model, r: Real) {
     const jobs = m.jobs.filter((j) => j.uploadUrl);
@@ -148,14 +160,20 @@ class Put implements Cmd {
 }
 
 class Prepare implements Cmd {
-  constructor(readonly job: number, readonly concurrent: number) {}
+  constructor(
+    readonly job: number,
+    readonly concurrent: number,
+  ) {}
   check = (m: Readonly<Model>) => m.jobs.length > 0;
   async run(m: Model, r: Real) {
     const job = m.jobs[this.job % m.jobs.length]!;
     const state = session(job);
-    const replies = await Promise.all(Array.from({ length: this.concurrent }, () => send(r, r.t.app.url, 'POST', `${prefixOf(job)}/prepare`, { job_id: job.id })));
+    const replies = await Promise.all(
+      Array.from({ length: this.concurrent }, () => send(r, r.t.app.url, 'POST', `${prefixOf(job)}/prepare`, { job_id: job.id })),
+    );
     for (const reply of replies) {
-      if (job.confirmed || state === 'over') expectStatus(reply, 404, 'registration.upload_session_not_found', `prepare of a ${job.confirmed ? 'confirmed' : 'lapsed'} job`);
+      if (job.confirmed || state === 'over')
+        expectStatus(reply, 404, 'registration.upload_session_not_found', `prepare of a ${job.confirmed ? 'confirmed' : 'lapsed'} job`);
       else if (state === 'unsure' && reply.status === 404) continue;
       else if (!job.uploaded) expectStatus(reply, 422, 'registration.audio_missing', 'prepare before upload');
       else expectStatus(reply, 200, undefined, 'prepare');
@@ -168,11 +186,16 @@ class Prepare implements Cmd {
 }
 
 class Confirm implements Cmd {
-  constructor(readonly job: number, readonly concurrent: number) {}
+  constructor(
+    readonly job: number,
+    readonly concurrent: number,
+  ) {}
   check = (m: Readonly<Model>) => m.jobs.length > 0;
   async run(m: Model, r: Real) {
     const job = m.jobs[this.job % m.jobs.length]!;
-    const replies = await Promise.all(Array.from({ length: this.concurrent }, () => send(r, r.t.app.url, 'POST', `${prefixOf(job)}/confirm`, { job_id: job.id })));
+    const replies = await Promise.all(
+      Array.from({ length: this.concurrent }, () => send(r, r.t.app.url, 'POST', `${prefixOf(job)}/confirm`, { job_id: job.id })),
+    );
     const accepted = replies.filter((x) => x.status === 202).length;
     for (const reply of replies) if (reply.status !== 202) expectStatus(reply, 404, 'registration.prepared_not_found', 'confirm');
     // a prepared quote lives 300 s, past any upload session: it stays confirmable once
@@ -212,7 +235,8 @@ class Lapse implements Cmd {
     const short = m.jobs.filter((j) => j.short);
     const job = short[this.job % short.length]!;
     // the clock passes the session's expiry (time-driven, not a delay tuned to this machine)
-    while (session(job) !== 'over') await new Promise((resolve) => setTimeout(resolve, Math.max(50, job.uploadExpiresAt + 1600 - Date.now())));
+    while (session(job) !== 'over')
+      await new Promise((resolve) => setTimeout(resolve, Math.max(50, job.uploadExpiresAt + 1600 - Date.now())));
   }
   toString = () => `lapse(short #${this.job})`;
 }
@@ -243,7 +267,9 @@ export const lifecycleCommands = (): fc.Arbitrary<Iterable<Cmd>> => {
       init,
       fc.tuple(fc.nat({ max: 5 }), fc.boolean()).map(([work, withAudio]) => new Init(false, { work, upload: withAudio })),
       job.map((j) => new ReplayInit(j)),
-      fc.tuple(job, fc.constantFrom('first' as const, 'first' as const, 'again' as const, 'elsewhere' as const)).map(([j, mode]) => new Put(j, mode)),
+      fc
+        .tuple(job, fc.constantFrom('first' as const, 'first' as const, 'again' as const, 'elsewhere' as const))
+        .map(([j, mode]) => new Put(j, mode)),
       fc.tuple(job, fc.constantFrom('first' as const)).map(([j, mode]) => new Put(j, mode)),
       fc.tuple(job, fc.constantFrom(1, 1, 2, 3)).map(([j, n]) => new Prepare(j, n)),
       fc.tuple(job, fc.constantFrom(1, 1, 2, 3)).map(([j, n]) => new Prepare(j, n)),
@@ -267,9 +293,13 @@ async function invariants(m: Model, r: Real, fromBlock: number): Promise<void> {
   const txs = await settleAll(r);
   const nonTerminal = txs.filter((t) => t.status !== 'finalized' && t.status !== 'failed');
   if (nonTerminal.length) fail(`non-terminal transactions after settling: ${nonTerminal.map((t) => t.id)}`);
-  const confirmedJobs = m.jobs.filter((j) => j.confirmed).map((j) => j.id).sort();
+  const confirmedJobs = m.jobs
+    .filter((j) => j.confirmed)
+    .map((j) => j.id)
+    .sort();
   const txJobs = txs.map((t) => t.job_id as string).sort();
-  if (JSON.stringify(confirmedJobs) !== JSON.stringify(txJobs)) fail(`transactions for jobs ${txJobs}, confirmed in the model ${confirmedJobs}`);
+  if (JSON.stringify(confirmedJobs) !== JSON.stringify(txJobs))
+    fail(`transactions for jobs ${txJobs}, confirmed in the model ${confirmedJobs}`);
 
   const org = await db('organizations').where({ id: r.org }).first();
   const ledger = await db('credit_ledger').where({ organization_id: r.org });
@@ -279,7 +309,8 @@ async function invariants(m: Model, r: Real, fromBlock: number): Promise<void> {
     const tx = txs.find((t) => t.id === debit.reference) ?? fail(`a debit for no transaction: ${debit.reference}`);
     const anchored = await db('work_versions').where({ transaction_id: tx.id }).count<{ count: string }[]>('* as count');
     const refunds = ledger.filter((e) => e.kind === 'refund' && e.reference === tx.id).length;
-    const ok = tx.status === 'finalized' ? Number(anchored[0]!.count) === 1 && refunds === 0 : Number(anchored[0]!.count) === 0 && refunds === 1;
+    const ok =
+      tx.status === 'finalized' ? Number(anchored[0]!.count) === 1 && refunds === 0 : Number(anchored[0]!.count) === 0 && refunds === 1;
     if (!ok) fail(`transaction ${tx.id} (${tx.status}): ${anchored[0]!.count} versions, ${refunds} refunds`);
   }
   if (ledger.filter((e) => e.kind === 'debit').length !== txs.length) fail('a transaction without its one debit');
@@ -302,7 +333,10 @@ async function invariants(m: Model, r: Real, fromBlock: number): Promise<void> {
     }
   }
   if (new Set(anchors).size !== anchors.length) fail(`anchored twice on chain: ${anchors.sort()}`);
-  const versions = await db('work_versions').join('works', 'works.id', 'work_versions.work_id').where('works.organization_id', r.org).select('works.ats_id', 'work_versions.version');
+  const versions = await db('work_versions')
+    .join('works', 'works.id', 'work_versions.work_id')
+    .where('works.organization_id', r.org)
+    .select('works.ats_id', 'work_versions.version');
   const indexed = versions.map((v) => `${v.ats_id}/${v.version}`).sort();
   if (JSON.stringify(indexed) !== JSON.stringify([...anchors].sort())) fail(`indexed ${indexed}, anchored ${anchors.sort()}`);
 }
@@ -316,7 +350,9 @@ export interface LifecycleStats {
 /** Runs `numRuns` sequences, each for a fresh organization; throws fast-check's report on a broken property. */
 /** The target on a running stack: a second web with short upload sessions, and a chain client. */
 export async function lifecycleTarget(app: TestApp, shortTtlSeconds = 4): Promise<LifecycleTarget & { close(): Promise<void> }> {
-  const shortApp = await startApp(configWith({ REDIS_PREFIX: app.context.config.redis.prefix, UPLOAD_TTL_SECONDS: String(shortTtlSeconds) }));
+  const shortApp = await startApp(
+    configWith({ REDIS_PREFIX: app.context.config.redis.prefix, UPLOAD_TTL_SECONDS: String(shortTtlSeconds) }),
+  );
   const chain = await ApiPromise.create({ provider: new WsProvider(app.context.config.chains[0]!.wsUrl), noInitWarn: true });
   return {
     app,
@@ -330,7 +366,11 @@ export async function lifecycleTarget(app: TestApp, shortTtlSeconds = 4): Promis
   };
 }
 
-export async function runLifecycle(t: LifecycleTarget, options: { numRuns: number; seed?: number }, stats: LifecycleStats = { sequences: 0, commands: 0, requests: 0 }): Promise<LifecycleStats> {
+export async function runLifecycle(
+  t: LifecycleTarget,
+  options: { numRuns: number; seed?: number },
+  stats: LifecycleStats = { sequences: 0, commands: 0, requests: 0 },
+): Promise<LifecycleStats> {
   await fc.assert(
     fc.asyncProperty(lifecycleCommands(), async (cmds) => {
       const org = await createOrg(t.app.context, 100_000);

@@ -32,7 +32,10 @@ async function main(): Promise<number> {
   if (!gc) throw new Error('run with --expose-gc (npm run soak does)');
   // the chain runs in a child process: what is measured here is the web and the workers
   process.env.RELAYER_SEED_TESTNET = '//SoakRelayer';
-  const chainProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'chain.ts')], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const chainProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'chain.ts')], {
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   // the chain goes with the soak however it ends (a failed soak once left its chain running)
   process.once('exit', () => chainProcess.kill('SIGTERM'));
   process.env.CHAIN_TESTNET_WS = await new Promise<string>((resolve, reject) => {
@@ -85,7 +88,9 @@ async function main(): Promise<number> {
   ];
 
   const samples: { minute: number; heapMb: number; rssMb: number }[] = [];
-  process.stdout.write(`soak: ${MINUTES} min, a sample every ${SAMPLE_SECONDS} s\n| minute | heap MB (after GC) | RSS MB | requests | p50 ms | p99 ms | 5xx |\n|---|---|---|---|---|---|---|\n`);
+  process.stdout.write(
+    `soak: ${MINUTES} min, a sample every ${SAMPLE_SECONDS} s\n| minute | heap MB (after GC) | RSS MB | requests | p50 ms | p99 ms | 5xx |\n|---|---|---|---|---|---|---|\n`,
+  );
   const started = Date.now();
   const sampler = setInterval(() => {
     // the test harness keeps every log line for its secret scan: not the service's memory
@@ -94,7 +99,9 @@ async function main(): Promise<number> {
     const mem = process.memoryUsage();
     const sample = { minute: (Date.now() - started) / 60_000, heapMb: mem.heapUsed / 2 ** 20, rssMb: mem.rss / 2 ** 20 };
     samples.push(sample);
-    process.stdout.write(`| ${sample.minute.toFixed(1)} | ${sample.heapMb.toFixed(1)} | ${sample.rssMb.toFixed(1)} | ${requests} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${errors} |\n`);
+    process.stdout.write(
+      `| ${sample.minute.toFixed(1)} | ${sample.heapMb.toFixed(1)} | ${sample.rssMb.toFixed(1)} | ${requests} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${errors} |\n`,
+    );
     latencies = [];
     requests = 0;
     errors = 0;
@@ -102,7 +109,11 @@ async function main(): Promise<number> {
   await Promise.all(loops.map((loop) => loop()));
   clearInterval(sampler);
 
-  const finalized = await app.context.db('transactions').whereIn('id', transactions).where({ status: 'finalized' }).count<{ n: string }[]>('* as n');
+  const finalized = await app.context
+    .db('transactions')
+    .whereIn('id', transactions)
+    .where({ status: 'finalized' })
+    .count<{ n: string }[]>('* as n');
   await workers.stop();
   await app.close();
   await stopTestServices();

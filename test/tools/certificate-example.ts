@@ -41,4 +41,8 @@ async function main(): Promise<void> {
   process.stdout.write(`docs/certificate-example.pdf (${pdf.length} bytes) and docs/certificate-example.png\n`);
 }
 
-if (require.main === module) main().catch((err) => { process.stderr.write(`${(err as Error).stack}\n`); process.exit(1); });
+if (require.main === module)
+  main().catch((err) => {
+    process.stderr.write(`${(err as Error).stack}\n`);
+    process.exit(1);
+  });

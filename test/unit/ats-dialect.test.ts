@@ -87,13 +87,19 @@ describe('ats dialect', () => {
     it('AtsCreated, named and positional: the chain id, API version 1', () => {
       const named = { atsId: 0, owner, commitment, protocolVersion: 1, operator: owner };
       expect(decodeAtsEvent({ section: 'ats', method: 'AtsCreated', data: named })).to.deep.equal({ atsId: 0n, version: 1 });
-      expect(decodeAtsEvent({ section: 'ats', method: 'AtsCreated', data: [41, owner, commitment, 1, null] })).to.deep.equal({ atsId: 41n, version: 1 });
+      expect(decodeAtsEvent({ section: 'ats', method: 'AtsCreated', data: [41, owner, commitment, 1, null] })).to.deep.equal({
+        atsId: 41n,
+        version: 1,
+      });
     });
 
     it('AtsUpdated, named and positional: API version = chain version + 1', () => {
       const named = { atsId: 7, version: 2, commitment, protocolVersion: 1, operator: owner };
       expect(decodeAtsEvent({ section: 'ats', method: 'AtsUpdated', data: named })).to.deep.equal({ atsId: 7n, version: 3 });
-      expect(decodeAtsEvent({ section: 'ats', method: 'AtsUpdated', data: [7, 1, commitment, 1, null] })).to.deep.equal({ atsId: 7n, version: 2 });
+      expect(decodeAtsEvent({ section: 'ats', method: 'AtsUpdated', data: [7, 1, commitment, 1, null] })).to.deep.equal({
+        atsId: 7n,
+        version: 2,
+      });
     });
 
     it('reads a u64 ats_id above 2^53 from its hex JSON form', () => {
@@ -117,7 +123,10 @@ describe('ats dialect', () => {
       expect(atsDialect.readAssignment(unrelated)).to.deep.equal({});
       expect(atsDialect.readAssignment([])).to.deep.equal({});
       const created = { section: 'ats', method: 'AtsCreated', data: { atsId: 12, owner, commitment, protocolVersion: 1, operator: owner } };
-      expect(atsDialect.readAssignment([...unrelated.slice(0, 2), created, ...unrelated.slice(2)])).to.deep.equal({ atsId: 12n, version: 1 });
+      expect(atsDialect.readAssignment([...unrelated.slice(0, 2), created, ...unrelated.slice(2)])).to.deep.equal({
+        atsId: 12n,
+        version: 1,
+      });
     });
   });
 
@@ -160,10 +169,23 @@ describe('ats dialect', () => {
       expect(call).to.equal('update-call');
       const owner = Buffer.from(sr25519PairFromSeed(seed).publicKey);
       expect(Buffer.from(calls[0]!.nonceOwner!).equals(owner)).to.equal(true);
-      const [who, atsId, commitment, protocolVersion, nonce, signature] = calls[1]!.args as [Buffer, bigint, Buffer, number, bigint, { Sr25519: string }];
+      const [who, atsId, commitment, protocolVersion, nonce, signature] = calls[1]!.args as [
+        Buffer,
+        bigint,
+        Buffer,
+        number,
+        bigint,
+        { Sr25519: string },
+      ];
       expect([calls[1]!.method, atsId, protocolVersion, nonce]).to.deep.equal(['updateOnBehalf', 5n, 1, 4n]);
       expect(who.equals(owner) && commitment.equals(COMMITMENT)).to.equal(true);
-      const payload = encodeUpdateOnBehalfPayload({ atsId: 5n, commitment: COMMITMENT, protocolVersion: 1, operator: ALICE_SS58, nonce: 4n });
+      const payload = encodeUpdateOnBehalfPayload({
+        atsId: 5n,
+        commitment: COMMITMENT,
+        protocolVersion: 1,
+        operator: ALICE_SS58,
+        nonce: 4n,
+      });
       expect(sr25519Verify(payload, signature.Sr25519, owner)).to.equal(true);
     });
 
@@ -196,11 +218,19 @@ describe('verify, ats dialect (from the events of the version’s block)', () =>
   const owner = `0x${ALICE_HEX}`;
   const commitment = `0x${COMMITMENT_HEX}`;
   const v = (version: number) => ({ version, commitment, blockHash: '0xb1', txHash: '0xt1' });
-  const created = { section: 'ats', method: 'AtsCreated', data: { atsId: 7, owner: ALICE_SS58, commitment, protocolVersion: 1, operator: null } };
+  const created = {
+    section: 'ats',
+    method: 'AtsCreated',
+    data: { atsId: 7, owner: ALICE_SS58, commitment, protocolVersion: 1, operator: null },
+  };
   const updated = { section: 'ats', method: 'AtsUpdated', data: { atsId: 7, version: 1, commitment, protocolVersion: 1, operator: null } };
 
   it('accepts the creation and an update that name the ats_id, version and commitment, the creation by the owner', () => {
-    const first = checkAtsVersion([{ section: 'system', method: 'ExtrinsicSuccess', data: {} }, created], { atsId: 7, ownerPublicKey: owner }, v(1));
+    const first = checkAtsVersion(
+      [{ section: 'system', method: 'ExtrinsicSuccess', data: {} }, created],
+      { atsId: 7, ownerPublicKey: owner },
+      v(1),
+    );
     expect(versionIsValid(first)).to.equal(true);
     expect(versionIsValid(checkAtsVersion([updated], { atsId: 7, ownerPublicKey: owner }, v(2)))).to.equal(true);
   });
@@ -208,7 +238,10 @@ describe('verify, ats dialect (from the events of the version’s block)', () =>
   it('refuses another owner, another commitment, another ats_id or version, and a block not on the chain', () => {
     const other = `0x${'11'.repeat(32)}`;
     expect(checkAtsVersion([created], { atsId: 7, ownerPublicKey: other }, v(1))).to.include({ found: true, owner: false });
-    expect(checkAtsVersion([created], { atsId: 7, ownerPublicKey: owner }, { ...v(1), commitment: `0x${'ee'.repeat(32)}` })).to.include({ found: true, commitment: false });
+    expect(checkAtsVersion([created], { atsId: 7, ownerPublicKey: owner }, { ...v(1), commitment: `0x${'ee'.repeat(32)}` })).to.include({
+      found: true,
+      commitment: false,
+    });
     expect(checkAtsVersion([created], { atsId: 8, ownerPublicKey: owner }, v(1))).to.include({ found: false });
     expect(checkAtsVersion([updated], { atsId: 7, ownerPublicKey: owner }, v(3))).to.include({ found: false });
     expect(checkAtsVersion(undefined, { atsId: 7, ownerPublicKey: owner }, v(1)).problem).to.match(/not on this chain/);

@@ -48,7 +48,11 @@ describe('certificate PDF', () => {
   });
 
   it('continues a long list of creators on further pages, naming each once, in any script', async () => {
-    const creators = Array.from({ length: 32 }, (_, i) => ({ full_name: i % 4 ? `Creator ${i + 1}` : `Пётр Чайковский ${i + 1}`, roles: { composer: true }, ipi: '00012345678' }));
+    const creators = Array.from({ length: 32 }, (_, i) => ({
+      full_name: i % 4 ? `Creator ${i + 1}` : `Пётр Чайковский ${i + 1}`,
+      roles: { composer: true },
+      ipi: '00012345678',
+    }));
     const title = 'Концерт № 1 — '.concat('a very long title '.repeat(16)).trim();
     const { text, pages } = await read(await renderCertificate({ ...EXAMPLE, title, creators }));
     expect(pages).to.be.within(2, 4);

@@ -5,7 +5,9 @@ import { Coalescer } from '../../shared/coalesce';
 function controlledRun() {
   const calls: { items: string[]; finish: (err?: Error) => void }[] = [];
   const run = (items: string[]) =>
-    new Promise<string[]>((resolve, reject) => calls.push({ items, finish: (err) => (err ? reject(err) : resolve(items.map((i) => i.toUpperCase()))) }));
+    new Promise<string[]>((resolve, reject) =>
+      calls.push({ items, finish: (err) => (err ? reject(err) : resolve(items.map((i) => i.toUpperCase()))) }),
+    );
   return { calls, run };
 }
 

@@ -28,7 +28,14 @@ describe('configuration', () => {
 
   it('names every missing or malformed variable at once', () => {
     try {
-      loadConfig({ ...valid, DATABASE_URL: undefined, PORT: 'eighty', SECRETS_KEY: 'short', WORKER_QUEUES: 'chain,bogus', QUOTE_TTL_SECONDS: '900' });
+      loadConfig({
+        ...valid,
+        DATABASE_URL: undefined,
+        PORT: 'eighty',
+        SECRETS_KEY: 'short',
+        WORKER_QUEUES: 'chain,bogus',
+        QUOTE_TTL_SECONDS: '900',
+      });
       expect.fail('should throw');
     } catch (err) {
       expect(err).to.be.instanceOf(ConfigError);
@@ -50,7 +57,13 @@ describe('configuration', () => {
     // production will not start until someone is named an operator
     expect(() => loadConfig({ ...valid, NODE_ENV: 'production' })).to.throw(/operators must be configured in production/);
     const config = loadConfig({ ...valid, NODE_ENV: 'production', OPERATOR_ORG_IDS: 'ops' });
-    expect(config.webhooks).to.include({ allowHttp: false, allowPrivate: false, concurrency: 32, keepAliveMs: 4000, attemptRetentionDays: 30 });
+    expect(config.webhooks).to.include({
+      allowHttp: false,
+      allowPrivate: false,
+      concurrency: 32,
+      keepAliveMs: 4000,
+      attemptRetentionDays: 30,
+    });
     expect(config.operators).to.deep.equal({ credential: undefined, orgIds: ['ops'] });
     expect(config.identity.maxTokenAgeSeconds).to.equal(3600);
     expect(config.workers.queues).to.include('webhooks-dead');
@@ -59,7 +72,9 @@ describe('configuration', () => {
   it('keeps attempts at least 30 days, refuses private delivery in production, checks the operator credential', () => {
     expect(() => loadConfig({ ...valid, WEBHOOK_ATTEMPT_RETENTION_DAYS: '29' })).to.throw(/WEBHOOK_ATTEMPT_RETENTION_DAYS/);
     expect(loadConfig({ ...valid, WEBHOOK_ATTEMPT_RETENTION_DAYS: '90' }).webhooks.attemptRetentionDays).to.equal(90);
-    expect(() => loadConfig({ ...valid, NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'true' })).to.throw(/WEBHOOK_ALLOW_PRIVATE must not be set in production/);
+    expect(() => loadConfig({ ...valid, NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'true' })).to.throw(
+      /WEBHOOK_ALLOW_PRIVATE must not be set in production/,
+    );
     expect(() => loadConfig({ ...valid, OPERATOR_CREDENTIAL: 'nopassword' })).to.throw(/OPERATOR_CREDENTIAL must be user:password/);
     expect(() => loadConfig({ ...valid, NODE_ENV: 'production', OPERATOR_CREDENTIAL: 'ops:short' })).to.throw(/at least 16 characters/);
     const config = loadConfig({ ...valid, OPERATOR_CREDENTIAL: 'ops:pa:ss', OPERATOR_ORG_IDS: ' a , b ', WEBHOOK_CONCURRENCY: '4' });

@@ -34,7 +34,12 @@ type Fate = 'include' | 'drop' | 'expire';
  * real one does under the relayer's lock) into batches of `batchSize`, then the chain takes the oldest batch
  * as `fate` says. A call failing with InvalidNonce, or in a batch dropped or expired, goes back to be signed.
  */
-function run(callCount: number, batchSize: number, fate: (batchNumber: number) => Fate, onIncluded?: (pallet: SimulatedPallet, batch: Call[], n: number) => Call[]) {
+function run(
+  callCount: number,
+  batchSize: number,
+  fate: (batchNumber: number) => Fate,
+  onIncluded?: (pallet: SimulatedPallet, batch: Call[], n: number) => Call[],
+) {
   const pallet = new SimulatedPallet();
   const calls: Call[] = Array.from({ length: callCount }, (_, id) => ({ id, state: 'ready', signatures: 0 }));
   const batches: Call[][] = [];
@@ -107,19 +112,24 @@ describe('ats owner nonces', () => {
 
   it('a reorg that takes an included batch out: it is sent again and applies once, the others follow', () => {
     let reorged = false;
-    const { pallet, calls } = run(50, 20, () => 'include', (p, batch, n) => {
-      if (n !== 0 || reorged) return [];
-      reorged = true;
-      p.retract(batch.length);
-      return batch;
-    });
+    const { pallet, calls } = run(
+      50,
+      20,
+      () => 'include',
+      (p, batch, n) => {
+        if (n !== 0 || reorged) return [];
+        reorged = true;
+        p.retract(batch.length);
+        return batch;
+      },
+    );
     expectEveryCallOnce(calls, pallet);
   });
 
   it('drops, expiries and reorgs at random: every call applies once, with the nonce the pallet expects', () => {
     for (let seed = 1; seed <= 200; seed++) {
       let state = seed;
-      const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
       const { pallet, calls } = run(
         50,
         7,

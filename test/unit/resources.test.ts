@@ -49,7 +49,7 @@ describe('resources per role', () => {
 });
 
 describe('after-commit effects, with the handles a test gives', () => {
-  it('enqueues each delivery with the schedule\'s attempts, publishes once, asks for each certificate; a lost certificate only logs', async () => {
+  it("enqueues each delivery with the schedule's attempts, publishes once, asks for each certificate; a lost certificate only logs", async () => {
     const added: { queue: string; name: string; data: unknown; opts: Record<string, unknown> }[] = [];
     const queue = (name: string, fail = false) => ({
       add: async (job: string, data: unknown, opts: Record<string, unknown>) => {
@@ -62,11 +62,22 @@ describe('after-commit effects, with the handles a test gives', () => {
     const deps = {
       queues: { webhooks: queue('webhooks'), certificates: queue('certificates', true) },
       config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
-      db: () => ({ whereIn: async (_c: string, ids: string[]) => ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })) }),
-      redis: { pipeline: () => ({ publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id), exec: async () => [] }) },
+      db: () => ({
+        whereIn: async (_c: string, ids: string[]) =>
+          ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })),
+      }),
+      redis: {
+        pipeline: () => ({
+          publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
+          exec: async () => [],
+        }),
+      },
       log: { warn: (_o: unknown, message: string) => warnings.push(message) },
     } as unknown as EffectDeps;
-    const done = mergeEffects([effects({ deliveries: ['d1'], published: ['t1'] }), effects({ deliveries: ['d2'], certificates: [{ workId: 'w', version: 2 }] })]);
+    const done = mergeEffects([
+      effects({ deliveries: ['d1'], published: ['t1'] }),
+      effects({ deliveries: ['d2'], certificates: [{ workId: 'w', version: 2 }] }),
+    ]);
 
     await afterCommit(deps, done);
     expect(added.map((a) => [a.queue, a.name, a.data, a.opts])).to.deep.equal([

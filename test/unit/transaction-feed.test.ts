@@ -7,7 +7,11 @@ import type { TransactionView } from '../../shared/transactions/service';
 const STEPS = ['validating', 'preparing_transaction', 'signing', 'submitting', 'confirming', 'completed'];
 
 function view(stepCount: number, overrides: Partial<TransactionView> = {}): TransactionView {
-  const steps = STEPS.slice(0, stepCount).map((name, i) => ({ name, status: i === stepCount - 1 && name !== 'completed' ? 'in_progress' : 'completed', at: `2026-01-01T00:00:0${i}.000Z` }));
+  const steps = STEPS.slice(0, stepCount).map((name, i) => ({
+    name,
+    status: i === stepCount - 1 && name !== 'completed' ? 'in_progress' : 'completed',
+    at: `2026-01-01T00:00:0${i}.000Z`,
+  }));
   const current = STEPS[stepCount - 1]!;
   return {
     transaction_id: 't',
@@ -48,12 +52,27 @@ describe('live tracking: the per-subscriber feed', () => {
 
   it('has configurable socket limits with safe defaults', () => {
     const env = {
-      DATABASE_URL: 'postgres://localhost/x', REDIS_URL: 'redis://localhost:6379', S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 's',
-      CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944', RELAYER_SEED_TESTNET: '//Alice', SECRETS_KEY: randomBytes(32).toString('base64'),
-      OIDC_ISSUER: 'https://idp', OIDC_AUDIENCE: 'works-api', OIDC_JWKS_URL: 'https://idp/jwks',
+      DATABASE_URL: 'postgres://localhost/x',
+      REDIS_URL: 'redis://localhost:6379',
+      S3_BUCKET: 'b',
+      S3_ACCESS_KEY_ID: 'a',
+      S3_SECRET_ACCESS_KEY: 's',
+      CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944',
+      RELAYER_SEED_TESTNET: '//Alice',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      OIDC_ISSUER: 'https://idp',
+      OIDC_AUDIENCE: 'works-api',
+      OIDC_JWKS_URL: 'https://idp/jwks',
     };
-    expect(loadConfig(env).live).to.deep.equal({ maxSocketsPerOrg: 1000, heartbeatSeconds: 30, idleTimeoutSeconds: 900, maxBufferedBytes: 262144 });
+    expect(loadConfig(env).live).to.deep.equal({
+      maxSocketsPerOrg: 1000,
+      heartbeatSeconds: 30,
+      idleTimeoutSeconds: 900,
+      maxBufferedBytes: 262144,
+    });
     expect(loadConfig({ ...env, WS_MAX_SOCKETS_PER_ORG: '5' }).live.maxSocketsPerOrg).to.equal(5);
-    expect(() => loadConfig({ ...env, WS_MAX_SOCKETS_PER_ORG: '0', WS_HEARTBEAT_SECONDS: 'x' })).to.throw(/WS_MAX_SOCKETS_PER_ORG[\s\S]*WS_HEARTBEAT_SECONDS/);
+    expect(() => loadConfig({ ...env, WS_MAX_SOCKETS_PER_ORG: '0', WS_HEARTBEAT_SECONDS: 'x' })).to.throw(
+      /WS_MAX_SOCKETS_PER_ORG[\s\S]*WS_HEARTBEAT_SECONDS/,
+    );
   });
 });

@@ -42,38 +42,67 @@ describe('webhook address policy (SSRF)', () => {
   ];
   for (const [address, kind] of forbidden) it(`refuses ${address} (${kind})`, () => expect(forbiddenAddressKind(address)).to.equal(kind));
 
-  for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:0808:0808::1', '::ffff:0:8.8.8.8', '2600:1f18::5efe:8.8.8.8']) {
+  for (const address of [
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2002:0808:0808::1',
+    '::ffff:0:8.8.8.8',
+    '2600:1f18::5efe:8.8.8.8',
+  ]) {
     it(`allows the public address ${address}`, () => expect(forbiddenAddressKind(address)).to.equal(null));
   }
 });
 
 describe('webhook destination vetting', () => {
   const strict = { allowHttp: false, allowPrivate: false };
-  const resolver = (answers: Record<string, string[]>): Resolver => async (host) =>
-    (answers[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  const resolver =
+    (answers: Record<string, string[]>): Resolver =>
+    async (host) =>
+      (answers[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
   it('refuses a host name that resolves to the metadata address', async () => {
-    const err = await vetDestination('https://metadata.example.test/x', strict, resolver({ 'metadata.example.test': ['169.254.169.254'] })).catch((e) => e);
+    const err = await vetDestination(
+      'https://metadata.example.test/x',
+      strict,
+      resolver({ 'metadata.example.test': ['169.254.169.254'] }),
+    ).catch((e) => e);
     expect(err).to.be.instanceOf(RefusedDestination);
-    expect(err.message).to.equal('refused: metadata.example.test resolves to 169.254.169.254, a link-local address (private addresses are not allowed)');
+    expect(err.message).to.equal(
+      'refused: metadata.example.test resolves to 169.254.169.254, a link-local address (private addresses are not allowed)',
+    );
   });
 
   it('refuses a host with any private answer among public ones', async () => {
-    const err = await vetDestination('https://mixed.example.test/', strict, resolver({ 'mixed.example.test': ['93.184.216.34', '10.0.0.7'] })).catch((e) => e);
+    const err = await vetDestination(
+      'https://mixed.example.test/',
+      strict,
+      resolver({ 'mixed.example.test': ['93.184.216.34', '10.0.0.7'] }),
+    ).catch((e) => e);
     expect(err).to.be.instanceOf(RefusedDestination);
   });
 
   it('accepts a public host, and anything when private addresses are allowed', async () => {
     const ok = await vetDestination('https://hooks.example.test/', strict, resolver({ 'hooks.example.test': ['93.184.216.34'] }));
     expect(ok.addresses).to.deep.equal([{ address: '93.184.216.34', family: 4 }]);
-    await vetDestination('https://local.example.test/', { allowHttp: false, allowPrivate: true }, resolver({ 'local.example.test': ['127.0.0.1'] }));
+    await vetDestination(
+      'https://local.example.test/',
+      { allowHttp: false, allowPrivate: true },
+      resolver({ 'local.example.test': ['127.0.0.1'] }),
+    );
   });
 
   it('refuses http:// unless allowed, and anything that is not http(s)', async () => {
     const public_ = resolver({ 'hooks.example.test': ['93.184.216.34'] });
     expect((await vetDestination('http://hooks.example.test/', strict, public_).catch((e) => e)).message).to.include('must use https');
     await vetDestination('http://hooks.example.test/', { ...strict, allowHttp: true }, public_);
-    expect(await vetDestination('ftp://hooks.example.test/', { ...strict, allowHttp: true }, public_).catch((e) => e)).to.be.instanceOf(RefusedDestination);
+    expect(await vetDestination('ftp://hooks.example.test/', { ...strict, allowHttp: true }, public_).catch((e) => e)).to.be.instanceOf(
+      RefusedDestination,
+    );
   });
 
   it('passes resolution failures on as retryable errors, not refusals', async () => {
@@ -85,13 +114,21 @@ describe('webhook destination vetting', () => {
   });
 
   it('connects only to the vetted addresses, whatever DNS answers later (no rebinding)', () => {
-    const lookup = pinnedLookup([{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }]);
+    const lookup = pinnedLookup([
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1::1', family: 6 },
+    ]);
     const answers: unknown[] = [];
     lookup('hooks.example.test', { all: true }, (_err, addresses) => answers.push(addresses));
     lookup('hooks.example.test', { family: 4 }, (_err, address, family) => answers.push([address, family]));
-    lookup('hooks.example.test', { family: 6, all: true }, (_err, addresses) => answers.push((addresses as LookupAddress[]).map((a) => a.address)));
+    lookup('hooks.example.test', { family: 6, all: true }, (_err, addresses) =>
+      answers.push((addresses as LookupAddress[]).map((a) => a.address)),
+    );
     expect(answers).to.deep.equal([
-      [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }],
+      [
+        { address: '93.184.216.34', family: 4 },
+        { address: '2606:2800:220:1::1', family: 6 },
+      ],
       ['93.184.216.34', 4],
       ['2606:2800:220:1::1'],
     ]);

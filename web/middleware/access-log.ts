@@ -10,7 +10,10 @@ export function accessLog(log: Logger): Middleware {
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const level = ctx.status >= 500 ? 'error' : 'info';
-      log[level]({ request_id: ctx.state.requestId, method: ctx.method, url: safeUrl(ctx.url), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      log[level](
+        { request_id: ctx.state.requestId, method: ctx.method, url: safeUrl(ctx.url), status: ctx.status, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
     }
   };
 }

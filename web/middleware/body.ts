@@ -36,7 +36,8 @@ export function jsonBody(limitBytes: number): Middleware {
     }
     if (text.trim() === '') ctx.request.body = {};
     else {
-      if (!OBJECT_OR_ARRAY.test(text)) throw new AppError('common.bad_request', 'The request body is not valid JSON (an object or an array)');
+      if (!OBJECT_OR_ARRAY.test(text))
+        throw new AppError('common.bad_request', 'The request body is not valid JSON (an object or an array)');
       try {
         ctx.request.body = Bourne.parse(text, { protoAction: 'error' });
       } catch {

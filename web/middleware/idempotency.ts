@@ -16,7 +16,9 @@ export function idempotent(app: Resources): (ctx: Context, principal: Principal,
     const key = ctx.get('Idempotency-Key');
     if (!key) return handle();
     if (!KEY_SHAPE.test(key)) {
-      throw new AppError('common.validation_failed', 'Idempotency-Key must be 1 to 255 letters, digits or ._:-', [{ path: 'header:Idempotency-Key', message: 'invalid' }]);
+      throw new AppError('common.validation_failed', 'Idempotency-Key must be 1 to 255 letters, digits or ._:-', [
+        { path: 'header:Idempotency-Key', message: 'invalid' },
+      ]);
     }
     const fingerprint = IdempotencyStore.fingerprint(ctx.method, ctx.path, ctx.request.body);
     const response = await store.run(principal.apiKeyId, key, fingerprint, async () => {

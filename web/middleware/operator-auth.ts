@@ -25,7 +25,8 @@ export async function authenticateOperator(verify: AdminVerifier, operators: Con
   const bearer = bearerToken(ctx);
   if (bearer) {
     const identity = await verify(bearer);
-    if (!identity.roles.includes('operator')) throw new AppError('common.forbidden', 'The operator role is required (an organization admin is not an operator)');
+    if (!identity.roles.includes('operator'))
+      throw new AppError('common.forbidden', 'The operator role is required (an organization admin is not an operator)');
     if (operators.orgIds.length > 0 && !operators.orgIds.includes(identity.organizationId)) {
       throw new AppError('common.forbidden', 'The token does not belong to an operator organization');
     }

@@ -10,7 +10,7 @@ export function toDetails(errors: ErrorObject[] | null | undefined): ErrorDetail
   return (errors ?? []).map((e) => {
     const extra = e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
     const missing = e.keyword === 'required' ? `/${(e.params as { missingProperty: string }).missingProperty}` : '';
-    const message = e.keyword === 'additionalProperties' ? 'is not a known field' : e.message ?? 'is invalid';
+    const message = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return { path: `${e.instancePath}${extra}${missing}` || '/', message };
   });
 }

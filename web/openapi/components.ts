@@ -52,7 +52,10 @@ export const RegistrationQuote = object(
   ['error'],
 );
 
-export const VersionQuote = object({ job_id: uuid, commitment: hex32, version_deposit_credits: int, network_fee_credits: int, ...priceLines }, ['error']);
+export const VersionQuote = object(
+  { job_id: uuid, commitment: hex32, version_deposit_credits: int, network_fee_credits: int, ...priceLines },
+  ['error'],
+);
 
 export const UploadJob = object({ job_id: uuid, upload_url: { type: 'string', format: 'uri' }, upload_expires_at: dateTime });
 export const VersionJob = object({ job_id: uuid });
@@ -68,11 +71,23 @@ export const Transaction = object({
   current_step: stepName,
   progress: { type: 'integer', minimum: 0, maximum: 100 },
   is_complete: { type: 'boolean' },
-  steps: { type: 'array', items: object({ name: stepName, status: { type: 'string', enum: ['completed', 'in_progress', 'failed'] }, at: dateTime }) },
+  steps: {
+    type: 'array',
+    items: object({ name: stepName, status: { type: 'string', enum: ['completed', 'in_progress', 'failed'] }, at: dateTime }),
+  },
   result: {
     oneOf: [
       { type: 'null' },
-      object({ ats_id: int, version: int, work_id: uuid, tx_hash: hex32, block_number: int, block_hash: hex32, explorer_url: str, finalized_at: dateTime }),
+      object({
+        ats_id: int,
+        version: int,
+        work_id: uuid,
+        tx_hash: hex32,
+        block_number: int,
+        block_hash: hex32,
+        explorer_url: str,
+        finalized_at: dateTime,
+      }),
       object({ error: object({ code: str, message: str }) }),
     ],
   },
@@ -103,15 +118,38 @@ export const WorksPage = object({
   page_info: object({ has_next_page: bool, has_previous_page: bool, start_cursor: nullableString, end_cursor: nullableString }),
   total_count: int,
 });
-export const WorkDetail = object({ ...workFields, network: { type: 'string', enum: ['testnet', 'mainnet'] }, external_user_ref: nullableString, versions_count: int });
+export const WorkDetail = object({
+  ...workFields,
+  network: { type: 'string', enum: ['testnet', 'mainnet'] },
+  external_user_ref: nullableString,
+  versions_count: int,
+});
 export const WorkVersions = object({
-  versions: { type: 'array', items: object({ version: int, commitment: hex32, title: str, filename: str, tx_hash: hex32, block_number: int, block_hash: hex32, finalized_at: dateTime }) },
+  versions: {
+    type: 'array',
+    items: object({
+      version: int,
+      commitment: hex32,
+      title: str,
+      filename: str,
+      tx_hash: hex32,
+      block_number: int,
+      block_hash: hex32,
+      finalized_at: dateTime,
+    }),
+  },
 });
 export const WorkCreators = object({
   version: int,
   creators: {
     type: 'array',
-    items: object({ full_name: str, roles: object({ author: bool, composer: bool, arranger: bool, adapter: bool }), ipi: nullableString, isni: nullableString, email: nullableString }),
+    items: object({
+      full_name: str,
+      roles: object({ author: bool, composer: bool, arranger: bool, adapter: bool }),
+      ipi: nullableString,
+      isni: nullableString,
+      email: nullableString,
+    }),
   },
 });
 export const Download = object({ url: { type: 'string', format: 'uri' }, expires_at: dateTime });
@@ -133,7 +171,10 @@ export const Session = object({ session_token: { type: 'string', pattern: '^wrs_
 export const Health = object({ status: { type: 'string', enum: ['ok'] } });
 export const Readiness = object({
   status: { type: 'string', enum: ['ready', 'unavailable'] },
-  checks: { type: 'object', additionalProperties: object({ ok: { type: 'boolean' }, error: str, detail: { type: 'object' } }, ['error', 'detail']) },
+  checks: {
+    type: 'object',
+    additionalProperties: object({ ok: { type: 'boolean' }, error: str, detail: { type: 'object' } }, ['error', 'detail']),
+  },
 });
 export const Jwks = object({ keys: { type: 'array', items: { type: 'object' } } });
 
@@ -156,4 +197,11 @@ const finalizedFields = {
 };
 export const WorkRegistered = object({ event: { const: 'work_registered' }, ...eventBase, ...finalizedFields });
 export const WorkUpdated = object({ event: { const: 'work_updated' }, ...eventBase, ...finalizedFields, version: int });
-export const WorkFailed = object({ event: { const: 'work_failed' }, ...eventBase, ats_id: nullable(int), reason: str, message: str, failed_at: dateTime });
+export const WorkFailed = object({
+  event: { const: 'work_failed' },
+  ...eventBase,
+  ats_id: nullable(int),
+  reason: str,
+  message: str,
+  failed_at: dateTime,
+});

@@ -26,7 +26,9 @@ function errorResponses(op: Operation) {
           description: `Error envelope, code one of: ${codes.map((c) => `\`${c}\``).join(', ')}`,
           headers: {
             'X-Request-Id': requestIdHeader,
-            ...(status === 429 || status === 503 ? { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } } : {}),
+            ...(status === 429 || status === 503
+              ? { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } }
+              : {}),
           },
           content: { 'application/json': { schema: C.errorEnvelope(codes) } },
         },
@@ -35,12 +37,25 @@ function errorResponses(op: Operation) {
 }
 
 function operationObject(op: Operation) {
-  const pathParams = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1]!, in: 'path', required: true, schema: { type: 'string' } }));
+  const pathParams = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+    name: m[1]!,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
   const parameters = [
     ...pathParams,
     ...Object.entries(op.query?.properties ?? {}).map(([name, schema]) => ({ name, in: 'query', required: false, schema })),
     ...(op.idempotent
-      ? [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'Same key and body within 24 h: the first response again; another body: 422; in flight: 409', schema: { type: 'string', maxLength: 255 } }]
+      ? [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description: 'Same key and body within 24 h: the first response again; another body: 422; in flight: 409',
+            schema: { type: 'string', maxLength: 255 },
+          },
+        ]
       : []),
   ];
   const responses = Object.fromEntries(
@@ -49,7 +64,11 @@ function operationObject(op: Operation) {
       {
         description: r.description,
         headers: { 'X-Request-Id': requestIdHeader },
-        ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : r.contentType ? { content: { [r.contentType]: { schema: { type: 'string' } } } } : {}),
+        ...(r.schema
+          ? { content: { 'application/json': { schema: r.schema } } }
+          : r.contentType
+            ? { content: { [r.contentType]: { schema: { type: 'string' } } } }
+            : {}),
       },
     ]),
   );
@@ -66,10 +85,28 @@ function operationObject(op: Operation) {
 }
 
 const webhookHeaders = [
-  { name: 'X-Service-Signature', in: 'header', required: true, description: '`t=<unix>,v1=<hex>`: v1 = hex HMAC-SHA256, keyed with the base64-decoded webhook secret, over `<t>.<raw body>`. Refuse a t more than 300 s from your clock.', schema: { type: 'string', pattern: '^t=\\d+,v1=[0-9a-f]{64}$' } },
+  {
+    name: 'X-Service-Signature',
+    in: 'header',
+    required: true,
+    description:
+      '`t=<unix>,v1=<hex>`: v1 = hex HMAC-SHA256, keyed with the base64-decoded webhook secret, over `<t>.<raw body>`. Refuse a t more than 300 s from your clock.',
+    schema: { type: 'string', pattern: '^t=\\d+,v1=[0-9a-f]{64}$' },
+  },
   { name: 'X-Service-Timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
-  { name: 'X-Service-Event', in: 'header', required: true, schema: { type: 'string', enum: ['work_registered', 'work_updated', 'work_failed'] } },
-  { name: 'X-Service-Delivery', in: 'header', required: true, description: 'The delivery’s id: the same on every attempt', schema: { type: 'string', format: 'uuid' } },
+  {
+    name: 'X-Service-Event',
+    in: 'header',
+    required: true,
+    schema: { type: 'string', enum: ['work_registered', 'work_updated', 'work_failed'] },
+  },
+  {
+    name: 'X-Service-Delivery',
+    in: 'header',
+    required: true,
+    description: 'The delivery’s id: the same on every attempt',
+    schema: { type: 'string', format: 'uuid' },
+  },
 ];
 
 function webhook(summary: string, schema: Record<string, unknown>) {
@@ -80,7 +117,10 @@ function webhook(summary: string, schema: Record<string, unknown>) {
       requestBody: { required: true, content: { 'application/json': { schema } } },
       responses: {
         '2XX': { description: 'Acknowledged' },
-        default: { description: '408, 429 and 5xx (and timeouts, network errors) are retried on the schedule, honouring Retry-After up to the next step; any other status is final: the delivery is dead-lettered.' },
+        default: {
+          description:
+            '408, 429 and 5xx (and timeouts, network errors) are retried on the schedule, honouring Retry-After up to the next step; any other status is final: the delivery is dead-lettered.',
+        },
       },
     },
   };
@@ -106,9 +146,26 @@ export function buildOpenApiDocument(options: { includeDev?: boolean } = {}) {
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'wrk_live_…', description: 'An organization API key' },
-        sessionToken: { type: 'http', scheme: 'bearer', bearerFormat: 'wrs_…', description: 'An end-user session token (read-only, bound to one external_user_ref)' },
-        adminJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An identity provider token with the admin role for the organization (exp required, at most ADMIN_TOKEN_MAX_AGE after iat)' },
-        operatorJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An identity provider token with the operator role (the service’s staff, never an organization admin; of an organization in OPERATOR_ORG_IDS when set)' },
+        sessionToken: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'wrs_…',
+          description: 'An end-user session token (read-only, bound to one external_user_ref)',
+        },
+        adminJwt: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'An identity provider token with the admin role for the organization (exp required, at most ADMIN_TOKEN_MAX_AGE after iat)',
+        },
+        operatorJwt: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'An identity provider token with the operator role (the service’s staff, never an organization admin; of an organization in OPERATOR_ORG_IDS when set)',
+        },
         operatorBasic: { type: 'http', scheme: 'basic', description: 'OPERATOR_CREDENTIAL, when configured' },
       },
       schemas: {

@@ -26,7 +26,10 @@ export async function authenticateLive(deps: AuthDeps, credentials: LiveCredenti
   const query = credentials.accessToken;
   if (!query) throw unauthorized();
   if (!query.startsWith(SESSION_PREFIX)) {
-    throw new AppError('auth.unauthorized', 'access_token carries end-user session tokens only; send an API key in the Authorization header');
+    throw new AppError(
+      'auth.unauthorized',
+      'access_token carries end-user session tokens only; send an API key in the Authorization header',
+    );
   }
   return authenticateSession(deps, query);
 }
@@ -43,10 +46,17 @@ export function refusalOf(err: unknown, log: Logger, requestId: string): Refusal
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message, headers: { ...err.headers } };
   if (isUnavailable(err)) {
     log.warn({ err: { message: (err as Error).message }, request_id: requestId }, 'live socket: dependency unavailable');
-    return { status: 503, code: 'common.service_unavailable', message: 'A dependency of the service is unavailable; retry shortly', headers: { 'Retry-After': '5' } };
+    return {
+      status: 503,
+      code: 'common.service_unavailable',
+      message: 'A dependency of the service is unavailable; retry shortly',
+      headers: { 'Retry-After': '5' },
+    };
   }
   log.error({ err, request_id: requestId }, 'live socket: unhandled error');
   return { status: 500, code: 'common.internal', message: 'Internal error', headers: {} };
 }
 
-export const envelope = (refusal: Refusal, requestId: string) => ({ error: { code: refusal.code, message: refusal.message, request_id: requestId } });
+export const envelope = (refusal: Refusal, requestId: string) => ({
+  error: { code: refusal.code, message: refusal.message, request_id: requestId },
+});

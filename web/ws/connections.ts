@@ -30,7 +30,12 @@ export class LiveConnections {
   reserve(organizationId: string): () => void {
     const count = this.perOrg.get(organizationId) ?? 0;
     if (count >= this.limits.maxSocketsPerOrg) {
-      throw new AppError('organization.rate_limited', `At most ${this.limits.maxSocketsPerOrg} live connections per organization`, undefined, { 'Retry-After': '30' });
+      throw new AppError(
+        'organization.rate_limited',
+        `At most ${this.limits.maxSocketsPerOrg} live connections per organization`,
+        undefined,
+        { 'Retry-After': '30' },
+      );
     }
     this.perOrg.set(organizationId, count + 1);
     let released = false;

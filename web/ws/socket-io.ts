@@ -13,7 +13,9 @@ export const SOCKET_IO_PATH = '/v1/socket.io';
 /** Transactions one socket.io connection may follow at once. */
 const MAX_SUBSCRIPTIONS = 100;
 
-type Frame = { type: 'connected' | 'update'; transaction: TransactionView } | { type: 'error'; transaction: null; error: { code: string; message: string } };
+type Frame =
+  | { type: 'connected' | 'update'; transaction: TransactionView }
+  | { type: 'error'; transaction: null; error: { code: string; message: string } };
 type Ack = (frame: Frame) => void;
 /** What a socket carries once its handshake is authenticated (set in the io.use below). */
 interface SocketData {
@@ -63,7 +65,10 @@ export function attachSocketIo(server: http.Server, deps: SocketIoDeps): Server 
     try {
       // the handshake's credential, checked by allowRequest; read again here (it may have been revoked since)
       const accessToken = socket.handshake.query.access_token;
-      const principal = await authenticateLive(authDeps, { authorization: socket.handshake.headers.authorization, accessToken: typeof accessToken === 'string' ? accessToken : undefined });
+      const principal = await authenticateLive(authDeps, {
+        authorization: socket.handshake.headers.authorization,
+        accessToken: typeof accessToken === 'string' ? accessToken : undefined,
+      });
       const release = connections.reserve(principal.organizationId);
       socket.conn.once('close', release);
       socket.data.principal = principal;
@@ -124,16 +129,27 @@ class SocketIoSubscriber implements LiveConnection {
       else this.socket.emit(frame.type, frame);
     };
     if (typeof id !== 'string' || id.length === 0 || id.length > 64) {
-      return reply({ type: 'error', transaction: null, error: { code: 'common.validation_failed', message: 'subscribe takes a transaction id' } });
+      return reply({
+        type: 'error',
+        transaction: null,
+        error: { code: 'common.validation_failed', message: 'subscribe takes a transaction id' },
+      });
     }
     this.unsubscribe(id);
     if (this.subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      return reply({ type: 'error', transaction: null, error: { code: 'organization.rate_limited', message: `At most ${MAX_SUBSCRIPTIONS} subscriptions per connection` } });
+      return reply({
+        type: 'error',
+        transaction: null,
+        error: { code: 'organization.rate_limited', message: `At most ${MAX_SUBSCRIPTIONS} subscriptions per connection` },
+      });
     }
     const pending: TransactionView[] = [];
     let open = false;
     const feed = new TransactionFeed();
-    const subscription: Subscription = { feed, stop: this.deps.hub.listen(id, (view) => (open ? this.deliver(id, subscription, view) : pending.push(view))) };
+    const subscription: Subscription = {
+      feed,
+      stop: this.deps.hub.listen(id, (view) => (open ? this.deliver(id, subscription, view) : pending.push(view))),
+    };
     this.subscriptions.set(id, subscription);
     let current: TransactionView;
     try {
@@ -168,7 +184,10 @@ class SocketIoSubscriber implements LiveConnection {
 
   /** What engine.io still holds for this client: packets not yet written, plus the WebSocket's own buffer. */
   private pendingBytes(): number {
-    const conn = this.socket.conn as unknown as { writeBuffer?: { data?: unknown }[]; transport?: { socket?: { bufferedAmount?: number } } };
+    const conn = this.socket.conn as unknown as {
+      writeBuffer?: { data?: unknown }[];
+      transport?: { socket?: { bufferedAmount?: number } };
+    };
     const queued = (conn.writeBuffer ?? []).reduce((sum, packet) => sum + (typeof packet.data === 'string' ? packet.data.length : 1024), 0);
     return queued + (conn.transport?.socket?.bufferedAmount ?? 0);
   }

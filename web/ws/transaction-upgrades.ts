@@ -87,7 +87,9 @@ function refuse(socket: Duplex, refusal: Refusal, requestId: string): void {
     Connection: 'close',
     ...refusal.headers,
   };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
+  const head = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\r\n');
   socket.once('finish', () => socket.destroy());
   socket.end(`HTTP/1.1 ${refusal.status} ${http.STATUS_CODES[refusal.status] ?? ''}\r\n${head}\r\n\r\n${body}`);
 }

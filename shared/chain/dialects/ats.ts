@@ -187,7 +187,11 @@ type AtsApi = {
 };
 
 /** Has the owner sign the payload over the given nonce (else the chain's), and returns the relayer's call. */
-export async function buildAtsCall(api: ApiPromise, request: AnchorRequest, operator: AccountLike): Promise<SubmittableExtrinsic<'promise'>> {
+export async function buildAtsCall(
+  api: ApiPromise,
+  request: AnchorRequest,
+  operator: AccountLike,
+): Promise<SubmittableExtrinsic<'promise'>> {
   const ats = api as unknown as AtsApi;
   const owner = Buffer.from(sr25519PairFromSeed(request.ownerSeed).publicKey);
   const nonce = request.ownerNonce ?? (await onBehalfNonce(api, owner));
@@ -197,7 +201,9 @@ export async function buildAtsCall(api: ApiPromise, request: AnchorRequest, oper
     return ats.tx.ats.createOnBehalf(owner, request.commitment, request.protocolVersion, nonce, { Sr25519: u8aToHex(signature) });
   }
   const { signature } = signOnBehalfPayload(encodeUpdateOnBehalfPayload({ ...fields, atsId: request.atsId }), request.ownerSeed);
-  return ats.tx.ats.updateOnBehalf(owner, request.atsId, request.commitment, request.protocolVersion, nonce, { Sr25519: u8aToHex(signature) });
+  return ats.tx.ats.updateOnBehalf(owner, request.atsId, request.commitment, request.protocolVersion, nonce, {
+    Sr25519: u8aToHex(signature),
+  });
 }
 
 /** The owner's on-behalf nonce in the best block's state. */
@@ -218,7 +224,9 @@ export async function verifyAtsAnchors(api: ApiPromise, expected: ExpectedAnchor
   const eventsOf = async (blockHash: string): Promise<ItemEvent[] | undefined> => {
     const at = await api.at(blockHash).catch(() => undefined);
     if (!at) return undefined;
-    const records = (await at.query.system.events()) as unknown as { event: { section: string; method: string; data: { toJSON(): unknown } } }[];
+    const records = (await at.query.system.events()) as unknown as {
+      event: { section: string; method: string; data: { toJSON(): unknown } };
+    }[];
     return records.map((r) => ({ section: r.event.section, method: r.event.method, data: r.event.data.toJSON() }));
   };
   const checks: VersionCheck[] = [];
@@ -227,7 +235,11 @@ export async function verifyAtsAnchors(api: ApiPromise, expected: ExpectedAnchor
 }
 
 /** One version's check against the events of its block (undefined: the block is not on this chain). */
-export function checkAtsVersion(events: readonly ItemEvent[] | undefined, expected: { atsId: number; ownerPublicKey: string }, v: IndexedVersion): VersionCheck {
+export function checkAtsVersion(
+  events: readonly ItemEvent[] | undefined,
+  expected: { atsId: number; ownerPublicKey: string },
+  v: IndexedVersion,
+): VersionCheck {
   const base = { version: v.version, block_hash: v.blockHash, tx_hash: v.txHash };
   const none = { found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false };
   if (!events) return { ...base, ...none, problem: 'its block is not on this chain' };
@@ -236,7 +248,12 @@ export function checkAtsVersion(events: readonly ItemEvent[] | undefined, expect
     return a !== undefined && a.atsId === BigInt(expected.atsId) && a.version === v.version;
   });
   const event = mine[0];
-  if (!event) return { ...base, ...none, problem: `no ats.${v.version === 1 ? 'AtsCreated' : 'AtsUpdated'} for this ats_id and version in its block` };
+  if (!event)
+    return {
+      ...base,
+      ...none,
+      problem: `no ats.${v.version === 1 ? 'AtsCreated' : 'AtsUpdated'} for this ats_id and version in its block`,
+    };
   const data = event.data as Record<string, unknown> | unknown[];
   const field = (name: string, index: number) => (Array.isArray(data) ? data[index] : (data as Record<string, unknown>)[name]);
   const commitment = String(field('commitment', 2)).toLowerCase(); // third in both events

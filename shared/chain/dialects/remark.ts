@@ -10,7 +10,8 @@ export interface CallLike {
 
 /** The remark bytes of a `system.remarkWithEvent` call, or of each such call inside a `utility` batch. */
 export function remarksOf(call: CallLike): Buffer[] {
-  if (call.section === 'system' && (call.method === 'remarkWithEvent' || call.method === 'remark')) return [Buffer.from(call.args[0]!.toU8a(true))];
+  if (call.section === 'system' && (call.method === 'remarkWithEvent' || call.method === 'remark'))
+    return [Buffer.from(call.args[0]!.toU8a(true))];
   if (call.section === 'utility' && ['batch', 'batchAll', 'forceBatch'].includes(call.method)) {
     return (call.args[0] as unknown as CallLike[]).flatMap(remarksOf);
   }
@@ -31,7 +32,16 @@ export async function verifyRemarkAnchors(api: ApiPromise, expected: ExpectedAnc
     const extrinsic = block?.block.extrinsics.find((x) => x.hash.toHex() === v.txHash);
     const remarks = extrinsic ? remarksOf(extrinsic.method as unknown as CallLike) : [];
     if (!remarks.length) {
-      checks.push({ ...base, found: false, commitment: false, ats_id: false, version_number: false, owner: false, signature: false, problem: 'no remark found in its extrinsic' });
+      checks.push({
+        ...base,
+        found: false,
+        commitment: false,
+        ats_id: false,
+        version_number: false,
+        owner: false,
+        signature: false,
+        problem: 'no remark found in its extrinsic',
+      });
       continue;
     }
     try {
@@ -43,7 +53,8 @@ export async function verifyRemarkAnchors(api: ApiPromise, expected: ExpectedAnc
           return [];
         }
       });
-      const anchor = anchors.find((a) => Number(a.atsId) === expected.atsId && a.version === v.version) ?? anchors[0] ?? decodeAnchor(remarks[0]!);
+      const anchor =
+        anchors.find((a) => Number(a.atsId) === expected.atsId && a.version === v.version) ?? anchors[0] ?? decodeAnchor(remarks[0]!);
       checks.push({
         ...base,
         found: true,
@@ -54,7 +65,16 @@ export async function verifyRemarkAnchors(api: ApiPromise, expected: ExpectedAnc
         signature: verifyAnchorSignature(anchor, genesis),
       });
     } catch (err) {
-      checks.push({ ...base, found: true, commitment: false, ats_id: false, version_number: false, owner: false, signature: false, problem: (err as Error).message });
+      checks.push({
+        ...base,
+        found: true,
+        commitment: false,
+        ats_id: false,
+        version_number: false,
+        owner: false,
+        signature: false,
+        problem: (err as Error).message,
+      });
     }
   }
   return checks;

@@ -107,7 +107,6 @@ async function frontDoor(target: string, port: number): Promise<{ port: number; 
   };
 }
 
-
 type Chopsticks = typeof import('@acala-network/chopsticks');
 
 /**

@@ -75,7 +75,9 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
       stops.push(chain.stop);
       chains.push(chain);
       Object.assign(out, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: seed });
-      step(`Chain (testnet): chopsticks running Rococo Asset Hub at ${chain.wsUrl}, ${options.blocks === 'instant' ? 'instant blocks' : `a block every ${options.blocks} ms`}`);
+      step(
+        `Chain (testnet): chopsticks running Rococo Asset Hub at ${chain.wsUrl}, ${options.blocks === 'instant' ? 'instant blocks' : `a block every ${options.blocks} ms`}`,
+      );
     }
     if (!env.SECRETS_KEY) out.SECRETS_KEY = await persistentSecret(path.join(options.dataDir, 'secrets.key'));
     if (!env.OIDC_JWKS_URL) {

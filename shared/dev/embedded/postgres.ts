@@ -35,7 +35,10 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<PostgresHa
     await fs.chmod(dataDir, 0o755);
   }
   const port = await freePort();
-  const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
+  const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  );
   const pg = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',

@@ -55,7 +55,10 @@ function s3Error(ctx: { status: number; type: string; body: unknown }, status: n
 function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }, bucket: string) {
   const store = server.context.store as { existsObject(bucket: string, key: string): Promise<boolean> };
   const prefix = `/${bucket}/audio/`;
-  return async (ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown }, next: () => Promise<void>) => {
+  return async (
+    ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown },
+    next: () => Promise<void>,
+  ) => {
     if (ctx.method === 'PUT' && ctx.path.startsWith(prefix) && !ctx.get('x-amz-copy-source')) {
       const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
       if (await store.existsObject(bucket, key)) {
@@ -74,11 +77,15 @@ export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
  * EntityTooLarge): s3rver would store whatever streams in.
  */
 function singlePutLimit() {
-  return async (ctx: { method: string; get(name: string): string; status: number; type: string; body: unknown }, next: () => Promise<void>) => {
+  return async (
+    ctx: { method: string; get(name: string): string; status: number; type: string; body: unknown },
+    next: () => Promise<void>,
+  ) => {
     if (ctx.method === 'PUT' && !ctx.get('x-amz-copy-source')) {
       const length = ctx.get('content-length');
       if (!/^\d+$/.test(length)) return s3Error(ctx, 411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
-      if (Number(length) > S3_MAX_PUT_BYTES) return s3Error(ctx, 400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
+      if (Number(length) > S3_MAX_PUT_BYTES)
+        return s3Error(ctx, 400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
     }
     await next();
   };
@@ -101,7 +108,8 @@ type KoaLike = {
  * lifetime it names) with the SDK's own presigner and refuses a mismatch with 403 SignatureDoesNotMatch.
  */
 function verifyPresignedV4() {
-  const config = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY } }).config;
+  const config = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY } })
+    .config;
   const verifyHeader = verifyHeaderV4(config.sha256);
   return async (ctx: KoaLike, next: () => Promise<void>) => {
     const given = ctx.query['X-Amz-Signature'];
@@ -115,8 +123,19 @@ function verifyPresignedV4() {
     if (accessKeyId === ACCESS_KEY_ID && region && service && date) {
       const presigner = new S3RequestPresigner({ ...config, region: async () => region, signingName: service });
       const signed = await presigner.presign(
-        { method: ctx.method, protocol: 'http:', hostname: ctx.hostname, port: Number(ctx.host.split(':')[1]), path: ctx.path, query, headers: { host: ctx.host } } as never,
-        { signingDate: new Date(`${date[1]}-${date[2]}-${date[3]}T${date[4]}:${date[5]}:${date[6]}Z`), expiresIn: Number(ctx.query['X-Amz-Expires']) },
+        {
+          method: ctx.method,
+          protocol: 'http:',
+          hostname: ctx.hostname,
+          port: Number(ctx.host.split(':')[1]),
+          path: ctx.path,
+          query,
+          headers: { host: ctx.host },
+        } as never,
+        {
+          signingDate: new Date(`${date[1]}-${date[2]}-${date[3]}T${date[4]}:${date[5]}:${date[6]}Z`),
+          expiresIn: Number(ctx.query['X-Amz-Expires']),
+        },
       );
       expected = (signed.query as Record<string, string>)['X-Amz-Signature'];
     }
@@ -134,8 +153,8 @@ function verifyPresignedV4() {
   };
 }
 
-
-const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTHORIZATION =
+  /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
 /**
  * A request signed in its Authorization header (the SDK's): its SigV4 signature recomputed with the SDK's
@@ -147,20 +166,39 @@ function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sh
     const auth = AUTHORIZATION.exec(ctx.get('authorization'));
     if (!auth) return s3Error(ctx, 403, 'AccessDenied', 'Anonymous access is forbidden for this operation');
     const [, accessKeyId, region, service, signedHeaders, given] = auth as unknown as [string, string, string, string, string, string];
-    if (accessKeyId !== ACCESS_KEY_ID) return s3Error(ctx, 403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+    if (accessKeyId !== ACCESS_KEY_ID)
+      return s3Error(ctx, 403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
     const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(ctx.get('x-amz-date'));
     if (!date) return s3Error(ctx, 403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
     const headers: Record<string, string> = {};
     for (const name of signedHeaders.split(';')) headers[name] = ctx.get(name);
     const query: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.query)) if (typeof v === 'string') query[k] = v;
-    const signer = new SignatureV4({ credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY }, region, service, sha256, uriEscapePath: false, applyChecksum: false });
+    const signer = new SignatureV4({
+      credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY },
+      region,
+      service,
+      sha256,
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
     const signed = await signer.sign(
-      { method: ctx.method, protocol: 'http:', hostname: ctx.hostname, port: Number(ctx.host.split(':')[1]), path: ctx.path, query, headers } as never,
+      {
+        method: ctx.method,
+        protocol: 'http:',
+        hostname: ctx.hostname,
+        port: Number(ctx.host.split(':')[1]),
+        path: ctx.path,
+        query,
+        headers,
+      } as never,
       { signingDate: new Date(`${date[1]}-${date[2]}-${date[3]}T${date[4]}:${date[5]}:${date[6]}Z`) },
     );
-    const expected = /Signature=([0-9a-f]{64})/.exec(String((signed as unknown as { headers: Record<string, string> }).headers.authorization ?? ''))?.[1];
-    if (expected !== given) return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
+    const expected = /Signature=([0-9a-f]{64})/.exec(
+      String((signed as unknown as { headers: Record<string, string> }).headers.authorization ?? ''),
+    )?.[1];
+    if (expected !== given)
+      return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     await next();
   };
 }

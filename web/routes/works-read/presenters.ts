@@ -58,7 +58,12 @@ function presentCreator(creator: Creator) {
   const roles = creator.roles;
   return {
     full_name: creator.full_name,
-    roles: { author: roles.author === true, composer: roles.composer === true, arranger: roles.arranger === true, adapter: roles.adapter === true },
+    roles: {
+      author: roles.author === true,
+      composer: roles.composer === true,
+      arranger: roles.arranger === true,
+      adapter: roles.adapter === true,
+    },
     ipi: creator.ipi ?? null,
     isni: creator.isni ?? null,
     email: creator.email ?? null,

@@ -1,8 +1,10 @@
 import PDFDocument from 'pdfkit';
 import type { Creator } from '../works/types';
-import { registerFonts, type Doc, type Face } from './fonts';
+import { registerFonts, type Doc } from './fonts';
 import { heightOf, typeset } from './typeset';
 import { COLORS, drawFrame, drawQr, drawRule, drawSeal } from './ornaments';
+import { LEFT, PAGE_HEIGHT, WIDTH, label, note, sectionTitle } from './page';
+import { NOTE, TABLE_TOP, creatorsTable, fitting, measureRows, sum } from './creators-table';
 
 /** Everything a certificate states: one finalized version of a work, as indexed from the chain. */
 export interface CertificateData {
@@ -24,23 +26,11 @@ export interface CertificateData {
   readonly explorerUrl: string;
 }
 
-const PAGE_HEIGHT = 841.89;
-const LEFT = 62;
-const WIDTH = 595.28 - 2 * LEFT;
 /** Height of the on-chain record and the verification sections that follow the creators on page 1. */
 const BELOW_CREATORS = 340;
 /** The seal and the issuer's lines. */
 const FOOTER_TOP = PAGE_HEIGHT - 128;
 const CONTINUED_TOP = 80;
-
-const ROLE_NAMES: Record<string, string> = { author: 'Author', composer: 'Composer', arranger: 'Arranger', adapter: 'Adapter' };
-/** Creators' table: name, roles, IPI, ISNI. */
-const COLUMNS = [
-  { label: 'Creator', width: 168 },
-  { label: 'Roles', width: 116 },
-  { label: 'IPI', width: 74 },
-  { label: 'ISNI', width: WIDTH - 168 - 116 - 74 },
-] as const;
 
 /** Renders the certificate of one version as an A4 PDF (more pages only when creators overflow the first). */
 export function renderCertificate(data: CertificateData): Promise<Buffer> {
@@ -99,42 +89,6 @@ function newPage(doc: Doc): void {
   drawFrame(doc);
 }
 
-/** Fixed wording in one font (no partner text: that goes through typeset). */
-function label(
-  doc: Doc,
-  text: string,
-  font: string,
-  size: number,
-  x: number,
-  y: number,
-  options: PDFKit.Mixins.TextOptions & { color?: string } = {},
-): number {
-  const { color, ...rest } = options;
-  doc
-    .font(font)
-    .fontSize(size)
-    .fillColor(color ?? COLORS.ink)
-    .text(text, x, y, rest);
-  return doc.y;
-}
-
-function note(doc: Doc, text: string, y: number): void {
-  label(doc, text, 'serif-italic', 10, LEFT, y, { width: WIDTH, color: COLORS.muted });
-}
-
-function sectionTitle(doc: Doc, title: string, y: number): number {
-  label(doc, title.toUpperCase(), 'serif-bold', 9, LEFT, y, { width: WIDTH, color: COLORS.gold, characterSpacing: 2 });
-  doc
-    .save()
-    .lineWidth(0.5)
-    .strokeColor(COLORS.gold)
-    .moveTo(LEFT, y + 14)
-    .lineTo(LEFT + WIDTH, y + 14)
-    .stroke()
-    .restore();
-  return y + 22;
-}
-
 function header(doc: Doc, data: CertificateData): number {
   label(doc, 'CERTIFICATE OF REGISTRATION', 'serif-bold', 13, LEFT, 56, {
     width: WIDTH,
@@ -176,81 +130,6 @@ function header(doc: Doc, data: CertificateData): number {
     `block ${data.blockNumber.toLocaleString('en-US')} of the ${data.network} chain on ${longDate(data.finalizedAt)}. ` +
     'Anyone can check the record without having to trust the issuer of this certificate.';
   return label(doc, intro, 'serif', 10.5, LEFT + 24, y + 8, { width: WIDTH - 48, align: 'center', lineGap: 1 });
-}
-
-interface Row {
-  readonly n: number;
-  readonly cells: readonly { text: string; face: Face; size: number }[];
-  readonly height: number;
-}
-
-/** The table's column heads and the "continued" note. */
-const TABLE_TOP = 34 + 14;
-const NOTE = 16;
-
-function measureRows(doc: Doc, creators: readonly Creator[]): Row[] {
-  return creators.map((creator, i) => {
-    const roles = Object.entries(creator.roles)
-      .filter(([, on]) => on)
-      .map(([role]) => ROLE_NAMES[role] ?? role)
-      .join(', ');
-    const cells = [
-      { text: `${i + 1}. ${creator.full_name}`, face: 'serif-bold' as const, size: 11 },
-      { text: roles, face: 'serif-italic' as const, size: 10.5 },
-      { text: creator.ipi ?? '—', face: 'serif' as const, size: 10.5 },
-      { text: creator.isni ? isni(creator.isni) : '—', face: 'serif' as const, size: 10.5 },
-    ];
-    const height =
-      Math.max(...cells.map((c, j) => heightOf(doc, c.text, c.face, { size: c.size, width: COLUMNS[j]!.width - 8, maxLines: 2 }))) + 7;
-    return { n: i + 1, cells, height };
-  });
-}
-
-const sum = (rows: readonly Row[]) => rows.reduce((total, row) => total + row.height, 0);
-
-/** How many of `rows` fit in `room` points (at least one), leaving space for the note when some remain. */
-function fitting(rows: readonly Row[], room: number): number {
-  let used = 0;
-  for (let i = 0; i < rows.length; i++) {
-    used += rows[i]!.height;
-    const note = i < rows.length - 1 ? NOTE : 0;
-    if (used + note > room) return Math.max(1, i);
-  }
-  return rows.length;
-}
-
-/** Column heads, then one row per creator, each as tall as its tallest cell; returns the y below. */
-function creatorsTable(doc: Doc, rows: readonly Row[], top: number): number {
-  let x = LEFT;
-  for (const column of COLUMNS) {
-    label(doc, column.label, 'serif-italic', 8.5, x, top, { width: column.width - 8, color: COLORS.muted });
-    x += column.width;
-  }
-  let y = top + 14;
-  for (const row of rows) {
-    x = LEFT;
-    row.cells.forEach((c, i) => {
-      typeset(doc, c.text, c.face, {
-        x,
-        y: y + 4,
-        width: COLUMNS[i]!.width - 8,
-        size: c.size,
-        maxLines: 2,
-        color: i === 1 ? COLORS.muted : COLORS.ink,
-      });
-      x += COLUMNS[i]!.width;
-    });
-    y += row.height;
-    doc
-      .save()
-      .lineWidth(0.3)
-      .strokeColor(COLORS.goldLight)
-      .moveTo(LEFT, y)
-      .lineTo(LEFT + WIDTH, y)
-      .stroke()
-      .restore();
-  }
-  return y;
 }
 
 function record(doc: Doc, data: CertificateData, top: number): number {
@@ -331,6 +210,4 @@ function footer(doc: Doc, data: CertificateData, page?: string): void {
 }
 
 /** ISNI is read in groups of four: 0000 0001 2146 438X. */
-const isni = (value: string) => value.replace(/(.{4})(?=.)/g, '$1 ');
-
 const longDate = (d: Date) => d.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });

@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
-import { loadConfig, loadDevOptions, processEnv, type Env } from '../config';
+import { loadConfig, processEnv, type Env } from '../config';
+import { loadDevOptions } from './options';
 import { createLogger } from '../logger';
 import { createDb, migrateLatest } from '../db/knex';
 import { startEmbedded } from './embedded';

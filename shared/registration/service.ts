@@ -7,18 +7,13 @@ import type { Redis } from '../redis/client';
 import type { Storage } from '../storage/s3';
 import { AppError, notFound, type ErrorCode } from '../errors';
 import type { Principal } from '../api-keys/types';
-import { appendLedgerEntry } from '../ledger/service';
 import type { Creator } from '../works/types';
 import { latestVersion, workOnNetworkOf } from '../works/repo';
-import { enqueuePrepare, enqueueTransaction, type Queues } from '../queue/jobs';
-import type { AnchorPayload } from '../transactions/anchor';
+import { enqueuePrepare, type Queues } from '../queue/jobs';
 import { JobStore } from './job-store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
-import { createTransaction, type NewTransaction } from '../transactions/service';
 import { transactionIdForJob } from '../transactions/repo';
-import { PG, pgCode } from '../db/knex';
-import { publishTransactionUpdate } from '../transactions/updates';
 import { presignPut } from '../storage/presign';
 
 export interface InitInput {
@@ -163,14 +158,15 @@ export type PrepareOutcome = { ok: true; quote: PreparedQuote } | { ok: false; c
 
 export const sessionNotFound = () =>
   new AppError('registration.upload_session_not_found', 'No upload session with this job_id (unknown, expired, or already confirmed)');
-const preparedNotFound = () =>
-  new AppError('registration.prepared_not_found', 'No prepared quote with this job_id (expired, or already confirmed)');
-
-/** How long confirm holds a job while it debits; a hold whose process died lapses after it. */
-const CONFIRM_HOLD_MS = 30_000;
 
 /** The job's session when it is of this kind (and, for a version, of this work); else the job is not found here. */
-async function sessionOf(store: JobStore, principal: Principal, jobId: string, kind: UploadSession['kind'], atsId: number | undefined) {
+export async function sessionOf(
+  store: JobStore,
+  principal: Principal,
+  jobId: string,
+  kind: UploadSession['kind'],
+  atsId: number | undefined,
+) {
   const job = await store.load(principal.organizationId, jobId);
   if (!job || job.session.kind !== kind || (kind === 'add_version' && job.session.atsId !== atsId)) return undefined;
   return job.session;
@@ -180,7 +176,7 @@ async function sessionOf(store: JobStore, principal: Principal, jobId: string, k
  * A confirm hold whose process died before it moved the job on: PostgreSQL (one transaction per job id)
  * says whether its debit committed, and the job becomes `confirmed` or `prepared` accordingly.
  */
-async function settleLapsedConfirm(app: RegistrationDeps, store: JobStore, session: UploadSession): Promise<void> {
+export async function settleLapsedConfirm(app: RegistrationDeps, store: JobStore, session: UploadSession): Promise<void> {
   if (await transactionIdForJob(app.db, session.jobId)) await store.finishConfirm(session.organizationId, session.jobId, session.audioKey);
   else await store.revertConfirm(session.organizationId, session.jobId);
 }
@@ -222,95 +218,4 @@ export async function prepareJob(
   }
   if (!outcome.ok) throw new AppError(outcome.code, outcome.message);
   return outcome.quote;
-}
-
-export interface TransactionHandle {
-  readonly transaction_id: string;
-  readonly ws_url: string;
-  readonly status_url: string;
-}
-
-/**
- * Confirm (spec 4.4): takes the prepared job into `confirming` atomically, then debits the quoted price and
- * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
- * refused leaves the job `prepared`, its quote as it was.
- */
-export async function confirmJob(
-  app: RegistrationDeps,
-  principal: Principal,
-  jobId: string,
-  kind: UploadSession['kind'],
-  atsId?: number,
-): Promise<TransactionHandle> {
-  const store = jobStore(app);
-  const session = await sessionOf(store, principal, jobId, kind, atsId);
-  if (!session) throw preparedNotFound();
-  let taken = await store.beginConfirm(principal.organizationId, jobId, CONFIRM_HOLD_MS);
-  if (taken.kind === 'lapsed') {
-    await settleLapsedConfirm(app, store, session);
-    taken = await store.beginConfirm(principal.organizationId, jobId, CONFIRM_HOLD_MS);
-  }
-  if (taken.kind !== 'taken') throw preparedNotFound();
-  const quote = taken.quote;
-  let transactionId: string;
-  try {
-    if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
-    if (!quote.isValid)
-      throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
-    transactionId = await app.db.transaction(async (trx) => {
-      const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId });
-      await appendLedgerEntry(trx, {
-        organizationId: principal.organizationId,
-        kind: 'debit',
-        amount: -quote.price.total_price_credits,
-        reference: id,
-        reason: kind,
-      });
-      return id;
-    });
-  } catch (err) {
-    if (pgCode(err) === PG.uniqueViolation && (err as { constraint?: string }).constraint === 'transactions_job_id_unique') {
-      // confirmed before, by a confirm whose hold lapsed after its commit
-      await store.finishConfirm(principal.organizationId, jobId, session.audioKey);
-      throw preparedNotFound();
-    }
-    await store.revertConfirm(principal.organizationId, jobId).catch(() => undefined);
-    throw err;
-  }
-  // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
-  await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
-  await publishTransactionUpdate(app, transactionId);
-  await enqueueTransaction(app.queues, transactionId).catch((err) => {
-    // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
-    app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
-  });
-  return { transaction_id: transactionId, ws_url: `/v1/ws/transactions/${transactionId}`, status_url: `/v1/transactions/${transactionId}` };
-}
-
-/** The transaction a confirmed quote becomes, with what it anchors: mapped from the quote once, here. */
-function transactionOf(quote: PreparedQuote): Omit<NewTransaction, 'apiKeyId'> {
-  const { session } = quote;
-  const anchor: AnchorPayload = {
-    jobId: session.jobId,
-    commitment: quote.commitment,
-    mediaHash: quote.mediaHash,
-    merkleRoot: quote.merkleRoot,
-    audioKey: session.audioKey,
-    audioSize: quote.audioSize,
-    title: session.title,
-    filename: session.filename,
-    creators: session.creators,
-    reusedAudio: session.reusedAudio !== undefined,
-  };
-  return {
-    jobId: session.jobId,
-    kind: session.kind,
-    organizationId: session.organizationId,
-    network: session.network,
-    anchor,
-    priceCredits: quote.price.total_price_credits,
-    externalUserRef: session.externalUserRef,
-    workId: session.workId,
-    atsId: session.atsId,
-  };
 }

@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../../../shared/errors';
 import { notFound } from '../../../shared/errors';
-import { confirmJob, initRegistration, initVersion, prepareJob } from '../../../shared/registration/service';
+import { initRegistration, initVersion, prepareJob } from '../../../shared/registration/service';
+import { confirmJob } from '../../../shared/registration/confirm';
 import { defineRoute, type Route } from '../../http/route';
 import * as C from '../../openapi/components';
 import { initRegistrationSchema, initVersionSchema, initVersionUploadSchema, jobIdSchema } from './schemas';

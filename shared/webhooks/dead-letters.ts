@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { enqueueDelivery, type Queues } from '../queue/jobs';
-import { deadDeliveries, markDeadAgain, reviveDead } from './repo';
+import { deadDeliveries, markDeadAgain, reviveDead, type DeadDeliveryRow } from './repo';
 
 export interface DeadLetterDeps {
   readonly db: Knex;
@@ -9,16 +9,8 @@ export interface DeadLetterDeps {
   readonly webhooks: Config['webhooks'];
 }
 
-export interface DeadDelivery {
-  readonly id: string;
-  readonly event: string;
-  readonly transaction_id: string;
-  readonly url: string;
-  readonly attempts: number;
-  readonly last_status_code: number | null;
-  readonly last_error: string | null;
-  readonly updated_at: string;
-}
+/** A dead delivery as the CLI prints it. */
+export type DeadDelivery = Omit<DeadDeliveryRow, 'updated_at'> & { readonly updated_at: string };
 
 /** Deliveries that ran out of attempts or met a permanent refusal, newest first. */
 export async function listDeadDeliveries(db: Knex): Promise<DeadDelivery[]> {

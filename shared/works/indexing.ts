@@ -1,35 +1,18 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
-import type { Creator } from './types';
+import type { WorkVersionRecord } from './types';
 import { advanceWork, insertVersion, insertWork, lockLatestVersion } from './repo';
 
-/** A version final on chain, as the finalized index records it. */
-export interface FinalizedVersion {
-  readonly transactionId: string;
+/** A version final on chain, as the finalized index records it: the version's row and its work's. */
+export interface FinalizedVersion extends WorkVersionRecord {
   readonly organizationId: string;
   readonly network: Network;
   readonly atsId: number;
-  /** The work: a registration's is its job id; a version's, the work it targets. */
-  readonly workId: string;
-  readonly version: number;
   readonly owner: string;
   readonly externalUserRef: string | null;
   readonly accessCodeHash: Buffer | null;
-  readonly commitment: string;
-  readonly mediaHash: string;
-  readonly merkleRoot: string;
-  readonly title: string;
-  readonly filename: string;
-  readonly creators: readonly Creator[];
-  readonly audioKey: string;
-  readonly audioSize: number;
   /** A metadata-only version keeps the work's file name. */
   readonly reusedAudio: boolean;
-  readonly txHash: string;
-  readonly blockNumber: number;
-  readonly blockHash: string;
-  readonly extrinsicIndex: number;
-  readonly finalizedAt: Date;
 }
 
 /**

@@ -241,7 +241,7 @@ async function recordEvents(app: Resources, organizationId: string, key: TestKey
   const { db, box } = app;
   const transactions: string[] = (
     await db.raw(
-      `INSERT INTO transactions (id, organization_id, api_key_id, network, type, status, current_step, steps, quote, price_credits, ats_id, finalized_at)
+      `INSERT INTO transactions (id, organization_id, api_key_id, network, type, status, current_step, steps, anchor, price_credits, ats_id, finalized_at)
        SELECT gen_random_uuid(), ?, ?, 'testnet', 'register', 'finalized', 'completed', '[]'::jsonb, '{}'::jsonb, 0, g, now() FROM generate_series(1, ?) g
        RETURNING id`,
       [organizationId, key.id, count],

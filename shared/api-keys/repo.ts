@@ -54,12 +54,12 @@ export async function listApiKeys(db: Knex, organizationId: string): Promise<Api
   return rows.map(toApiKey);
 }
 
-/** Revokes once; an already revoked key keeps its first revocation time. */
-export async function revokeApiKey(db: Knex, organizationId: string, id: string): Promise<boolean> {
-  const row = await db('api_keys').where({ organization_id: organizationId, id }).first('id');
-  if (!row) return false;
+/** Revokes once (an already revoked key keeps its first revocation time); the key's token hash, if it exists. */
+export async function revokeApiKey(db: Knex, organizationId: string, id: string): Promise<Buffer | undefined> {
+  const row = await db('api_keys').where({ organization_id: organizationId, id }).first('id', 'token_hash');
+  if (!row) return undefined;
   await db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
-  return true;
+  return row.token_hash as Buffer;
 }
 
 export interface KeyLookup {

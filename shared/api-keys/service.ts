@@ -5,6 +5,7 @@ import { AppError, notFound } from '../errors';
 import type { SecretBox } from '../crypto/secret-box';
 import * as repo from './repo';
 import { generateToken, hashToken, isWellFormedToken, tokenPrefix } from './token';
+import { fillKey, lookupKey, recordRevoked, type CacheLookup, type CachedKey, type KeyCacheDeps } from './key-cache';
 import type { ApiKey, Principal, Scope } from './types';
 import { RefusedDestination, vetDestination, type DestinationPolicy } from '../webhooks/destination';
 
@@ -52,23 +53,49 @@ export async function createApiKey(deps: ApiKeyDeps, organizationId: string, inp
 
 export const listApiKeys = (db: Knex, organizationId: string) => repo.listApiKeys(db, organizationId);
 
-export async function revokeApiKey(db: Knex, organizationId: string, apiKeyId: string): Promise<void> {
-  if (!/^[0-9a-f-]{36}$/i.test(apiKeyId) || !(await repo.revokeApiKey(db, organizationId, apiKeyId))) throw notFound('API key');
+/** What checking and revoking keys use: PostgreSQL, the truth, and the records in Redis (key-cache.ts). */
+export interface KeyCheckDeps extends KeyCacheDeps {
+  readonly db: Knex;
+  readonly log?: Logger;
+}
+
+/** Revokes in PostgreSQL, then marks the key's record revoked before answering: the very next request fails. */
+export async function revokeApiKey(deps: KeyCheckDeps, organizationId: string, apiKeyId: string): Promise<void> {
+  const tokenHash = /^[0-9a-f-]{36}$/i.test(apiKeyId) ? await repo.revokeApiKey(deps.db, organizationId, apiKeyId) : undefined;
+  if (!tokenHash) throw notFound('API key');
+  await recordRevoked(deps, tokenHash);
 }
 
 /**
- * Resolves a bearer API key to its principal. The checksum is verified before any lookup; the lookup
- * reads PostgreSQL on every request so a revocation holds on the very next one, in every web process.
+ * Resolves a bearer API key to its principal. The checksum is verified before any lookup. The key's record
+ * in Redis answers (key-cache.ts); PostgreSQL when Redis has none or is away, and the answer is kept.
  */
-export async function authenticateApiKey(db: Knex, token: string, log?: Logger): Promise<Principal> {
+export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
   if (!isWellFormedToken(token)) throw unauthorized();
-  const found = await repo.findKeyByHash(db, hashToken(token));
-  if (!found || found.key.revokedAt) throw unauthorized();
-  if (found.organizationStatus !== 'active') throw new AppError('organization.inactive', 'The organization is not active');
-  if (found.stale) {
-    repo.touchLastUsed(db, found.key.id).catch((err) => log?.warn({ err, api_key_id: found.key.id }, 'could not record key use'));
+  const hash = hashToken(token);
+  const cached = await lookupKey(deps, hash).catch((): CacheLookup => ({ kind: 'unknown' }));
+  if (cached.kind === 'revoked') throw unauthorized();
+  if (cached.kind === 'found') {
+    if (cached.firstUseThisMinute) touch(deps, cached.key.id);
+    return principalOf(cached.key, cached.organizationStatus);
   }
-  return { kind: 'api_key', apiKeyId: found.key.id, organizationId: found.key.organizationId, scopes: found.key.scopes };
+  const found = await repo.findKeyByHash(deps.db, hash);
+  if (!found) throw unauthorized();
+  const key = { id: found.key.id, organizationId: found.key.organizationId, scopes: found.key.scopes };
+  await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : key, found.organizationStatus).catch(() => undefined);
+  if (found.key.revokedAt) throw unauthorized();
+  if (found.stale) touch(deps, found.key.id);
+  return principalOf(key, found.organizationStatus);
+}
+
+function principalOf(key: CachedKey, organizationStatus: string): Principal {
+  if (organizationStatus !== 'active') throw new AppError('organization.inactive', 'The organization is not active');
+  return { kind: 'api_key', apiKeyId: key.id, organizationId: key.organizationId, scopes: key.scopes };
+}
+
+/** Records the key's use (at most once a minute per key), off the request's path. */
+function touch(deps: KeyCheckDeps, apiKeyId: string): void {
+  repo.touchLastUsed(deps.db, apiKeyId).catch((err) => deps.log?.warn({ err, api_key_id: apiKeyId }, 'could not record key use'));
 }
 
 /** The key behind a session token must still be active, and its organization too. */

@@ -13,7 +13,7 @@ import { createDb } from '../db/knex';
 import { SecretBox } from '../crypto/secret-box';
 import { createOrganization, creditOrganization, isUuid, setOrganizationStatus, showOrganization } from '../organizations/service';
 import { mintDevToken, readDevIdpKey } from '../dev/identity-provider';
-import { createRedis } from '../redis/client';
+import { createRedis, type Redis } from '../redis/client';
 import { createQueues, closeQueues, type Queues } from '../queue/queues';
 import { listDeadDeliveries, retryDeadDeliveries } from '../webhooks/dead-letters';
 import { ChainConnections } from '../chain/connections';
@@ -46,8 +46,10 @@ const COMMANDS: Record<string, Command> = {
   'org show': (config, f) => withDb(config, (db) => showOrganization(db, required(f, 'org'))),
   'org credit': (config, f) =>
     withDb(config, (db) => creditOrganization(db, required(f, 'org'), requiredInt(f, 'amount'), f.reason as string | undefined)),
-  'org suspend': (config, f) => withDb(config, (db) => setOrganizationStatus(db, required(f, 'org'), 'suspended')),
-  'org activate': (config, f) => withDb(config, (db) => setOrganizationStatus(db, required(f, 'org'), 'active')),
+  'org suspend': (config, f) =>
+    withDb(config, (db) => withRedis(config, (redis) => setOrganizationStatus({ db, redis, config }, required(f, 'org'), 'suspended'))),
+  'org activate': (config, f) =>
+    withDb(config, (db) => withRedis(config, (redis) => setOrganizationStatus({ db, redis, config }, required(f, 'org'), 'active'))),
   'idp token': async (config, f) => {
     if (!config.identity.devKeyFile) throw usage('idp token works only with the embedded development identity provider (DEV_IDP_KEY_FILE)');
     const org = required(f, 'org');
@@ -112,16 +114,24 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
-const withQueues = async <T>(config: Config, fn: (queues: Queues) => Promise<T>): Promise<T> => {
+const withRedis = async <T>(config: Config, fn: (redis: Redis) => Promise<T>): Promise<T> => {
   const redis = createRedis(config.redis.url, 'worker', 'works-api:cli');
-  const queues = createQueues(redis, config.redis.prefix);
   try {
-    return await fn(queues);
+    return await fn(redis);
   } finally {
-    await closeQueues(queues);
     redis.disconnect();
   }
 };
+
+const withQueues = <T>(config: Config, fn: (queues: Queues) => Promise<T>): Promise<T> =>
+  withRedis(config, async (redis) => {
+    const queues = createQueues(redis, config.redis.prefix);
+    try {
+      return await fn(queues);
+    } finally {
+      await closeQueues(queues);
+    }
+  });
 
 const OPTIONS = {
   network: { type: 'string' },

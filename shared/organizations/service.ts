@@ -5,6 +5,7 @@ import { generateSr25519 } from '../chain/keys';
 import type { SecretBox } from '../crypto/secret-box';
 import { appendLedgerEntry } from '../ledger/service';
 import * as repo from './repo';
+import { recordOrganizationStatus, type KeyCacheDeps } from '../api-keys/key-cache';
 
 export interface OrganizationView {
   readonly organization_id: string;
@@ -77,14 +78,19 @@ export async function creditOrganization(
   return { organization_id: id, credits: result.balance };
 }
 
+/**
+ * Suspends or activates in PostgreSQL, then records the status where the web checks keys (api-keys/key-cache.ts)
+ * before answering: every web process applies it from its next request.
+ */
 export async function setOrganizationStatus(
-  db: Knex,
+  deps: KeyCacheDeps & { readonly db: Knex },
   id: string,
   status: repo.OrganizationStatus,
 ): Promise<{ organization_id: string; status: repo.OrganizationStatus }> {
   if (!isUuid(id)) throw notFound('Organization');
-  const org = await repo.updateOrganizationStatus(db, id, status);
+  const org = await repo.updateOrganizationStatus(deps.db, id, status);
   if (!org) throw notFound('Organization');
+  await recordOrganizationStatus(deps, org.id, org.status);
   return { organization_id: org.id, status: org.status };
 }
 

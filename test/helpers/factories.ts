@@ -15,7 +15,7 @@ export async function createOrg(ctx: Resources, credits = 1000): Promise<string>
 }
 
 export async function suspendOrg(ctx: Resources, organizationId: string): Promise<void> {
-  await setOrganizationStatus(ctx.db, organizationId, 'suspended');
+  await setOrganizationStatus(ctx, organizationId, 'suspended');
 }
 
 export interface TestKey {

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../../shared/api-keys/types';
 import { showOrganization } from '../../shared/organizations/service';
 import { OrganizationRateLimiter } from '../../shared/rate-limit/service';
-import { authenticateAdmin, authenticatePrincipal } from '../middleware/auth';
+import { authDepsOf, authenticateAdmin, authenticatePrincipal } from '../middleware/auth';
 import { authenticateOperator } from '../middleware/operator-auth';
 import { idempotent } from '../middleware/idempotency';
 import { validateBody, validateQuery } from '../middleware/validate';
@@ -17,7 +17,7 @@ interface Authenticated {
 
 function authenticator(route: Route, deps: RouteDeps): (ctx: Context) => Promise<Authenticated> {
   const { app } = deps;
-  const authDeps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
+  const authDeps = authDepsOf(app);
   switch (route.security) {
     case 'apiKey':
     case 'apiKeyOrSession': {

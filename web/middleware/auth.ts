@@ -1,11 +1,12 @@
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors';
-import { authenticateApiKey, unauthorized } from '../../shared/api-keys/service';
+import { authenticateApiKey, unauthorized, type KeyCheckDeps } from '../../shared/api-keys/service';
 import { authenticateSession, SESSION_PREFIX } from '../../shared/sessions/service';
 import type { Principal, Scope } from '../../shared/api-keys/types';
 import type { AdminVerifier, AdminIdentity } from '../../shared/identity/admin-verifier';
 import type { Logger } from '../../shared/logger';
+import type { Resources } from '../../shared/resources';
 
 export function bearerToken(ctx: Context): string | undefined {
   const header = ctx.get('Authorization');
@@ -20,10 +21,15 @@ export interface PrincipalOptions {
   readonly allowSession?: boolean;
 }
 
-export interface AuthDeps {
+export interface AuthDeps extends KeyCheckDeps {
   readonly db: Knex;
   readonly secretsKey: Buffer;
   readonly log: Logger;
+}
+
+/** The web's handles, as authentication uses them (HTTP routes, WebSocket upgrades and socket.io alike). */
+export function authDepsOf(app: Resources): AuthDeps {
+  return { db: app.db, redis: app.redis, config: app.config, secretsKey: app.config.secrets.key, log: app.log };
 }
 
 /** Authenticates an API key (or, where allowed, a session token) and checks its scope. */
@@ -35,7 +41,7 @@ export async function authenticatePrincipal(deps: AuthDeps, ctx: Context, option
     if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
     principal = await authenticateSession(deps, token);
   } else {
-    principal = await authenticateApiKey(deps.db, token, deps.log);
+    principal = await authenticateApiKey(deps, token);
   }
   if (options.scope && !principal.scopes.includes(options.scope)) {
     throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);

@@ -21,7 +21,7 @@ export interface LiveCredentials {
 export async function authenticateLive(deps: AuthDeps, credentials: LiveCredentials): Promise<Principal> {
   const header = credentials.authorization?.trim();
   const token = header ? /^Bearer[ ]+(\S+)$/i.exec(header)?.[1] : undefined;
-  if (token) return token.startsWith(SESSION_PREFIX) ? authenticateSession(deps, token) : authenticateApiKey(deps.db, token, deps.log);
+  if (token) return token.startsWith(SESSION_PREFIX) ? authenticateSession(deps, token) : authenticateApiKey(deps, token);
   if (header) throw unauthorized();
   const query = credentials.accessToken;
   if (!query) throw unauthorized();

@@ -1,3 +1,4 @@
+import { authDepsOf } from '../middleware/auth';
 import type http from 'node:http';
 import { Server, type DefaultEventsMap, type Socket } from 'socket.io';
 import type { Resources } from '../../shared/resources';
@@ -40,7 +41,7 @@ export interface SocketIoDeps {
 export function attachSocketIo(server: http.Server, deps: SocketIoDeps): Server {
   const { app, connections } = deps;
   const heartbeatMs = app.config.live.heartbeatSeconds * 1000;
-  const authDeps = { db: app.db, secretsKey: app.config.secrets.key, log: app.log };
+  const authDeps = authDepsOf(app);
   const io = new Server<DefaultEventsMap, DefaultEventsMap, DefaultEventsMap, SocketData>(server, {
     path: SOCKET_IO_PATH,
     serveClient: false,

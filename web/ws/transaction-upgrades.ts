@@ -1,3 +1,4 @@
+import { authDepsOf } from '../middleware/auth';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
@@ -39,10 +40,10 @@ export function transactionUpgrades(deps: TransactionUpgradeDeps) {
     let tracker: TransactionSocket | undefined;
     try {
       if (!transactionId) throw new AppError('common.not_found', 'No such route');
-      const principal = await authenticateLive(
-        { db: app.db, secretsKey: app.config.secrets.key, log: app.log },
-        { authorization: req.headers.authorization, accessToken: url.searchParams.get('access_token') ?? undefined },
-      );
+      const principal = await authenticateLive(authDepsOf(app), {
+        authorization: req.headers.authorization,
+        accessToken: url.searchParams.get('access_token') ?? undefined,
+      });
       release = connections.reserve(principal.organizationId);
       await hub.whenSubscribed();
       const follower = new TransactionSocket(hub, transactionId, limits, (s) => {

@@ -49,7 +49,7 @@ export const apiKeysRoutes: readonly Route[] = [
     responses: { 204: { description: 'Revoked' } },
     errors: ['common.not_found'],
     handler: async (ctx, { params }, { app }) => {
-      await revokeApiKey(app.db, params.organization_id, params.api_key_id);
+      await revokeApiKey(app, params.organization_id, params.api_key_id);
       ctx.status = 204;
     },
   }),

@@ -1,0 +1,98 @@
+import type { Redis } from '../redis/client';
+import type { Config } from '../config';
+import type { Scope } from './types';
+
+/**
+ * API keys as the web checks them on every request, held in Redis so no request reads PostgreSQL for them.
+ * PostgreSQL stays the truth: a record is filled from it on a miss (only if absent: `SET NX`), and whoever
+ * changes the truth overwrites the record afterwards, unconditionally, before answering. A fill racing a
+ * revocation or a status change therefore never outlives it:
+ *
+ * - a revoked key's record becomes the marker `revoked` (kept a day; past that, PostgreSQL answers again);
+ * - an organization's status has a record of its own, written by every status change;
+ * - an active key's record lives 5 minutes and a status 1 minute, bounding what a lost write could leave.
+ *
+ * One script reads a key's record, its organization's status, and whether this is the key's first use of the
+ * minute (`last_used_at` is written at most once a minute), in one round trip. The status's key is named from
+ * the record, so the script reads a key it is not given: fine on one Redis server, not on a Cluster.
+ */
+export interface KeyCacheDeps {
+  readonly redis: Redis;
+  readonly config: Pick<Config, 'redis'>;
+}
+
+export interface CachedKey {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly scopes: readonly Scope[];
+}
+
+export type CacheLookup =
+  | { readonly kind: 'revoked' }
+  | { readonly kind: 'found'; readonly key: CachedKey; readonly organizationStatus: string; readonly firstUseThisMinute: boolean }
+  | { readonly kind: 'unknown' };
+
+const ACTIVE_TTL_S = 300;
+const STATUS_TTL_S = 60;
+const REVOKED_TTL_S = 86_400;
+const REVOKED = 'revoked';
+
+const recordKey = (prefix: string, hash: Buffer) => `${prefix}:apikey:${hash.toString('hex')}`;
+const statusKey = (prefix: string, organizationId: string) => `${prefix}:org-status:${organizationId}`;
+
+// record: "<organization id>|<key id>|<scope>,<scope>"
+const LOOKUP = `
+local record = redis.call('GET', KEYS[1])
+if not record then return false end
+if record == '${REVOKED}' then return {'${REVOKED}'} end
+local org, id = string.match(record, '^([^|]+)|([^|]+)|')
+local status = redis.call('GET', ARGV[1] .. org)
+if not status then return false end
+local first = redis.call('SET', ARGV[2] .. id, '1', 'NX', 'EX', 60)
+return {record, status, first and 1 or 0}
+`;
+
+type Scripted = Redis & {
+  worksKeyLookup(record: string, statusPrefix: string, usedPrefix: string): Promise<[string, string?, number?] | null>;
+};
+
+function scripted(redis: Redis): Scripted {
+  if (!('worksKeyLookup' in redis)) redis.defineCommand('worksKeyLookup', { numberOfKeys: 1, lua: LOOKUP });
+  return redis as Scripted;
+}
+
+export async function lookupKey(deps: KeyCacheDeps, hash: Buffer): Promise<CacheLookup> {
+  const prefix = deps.config.redis.prefix;
+  const found = await scripted(deps.redis).worksKeyLookup(recordKey(prefix, hash), `${prefix}:org-status:`, `${prefix}:apikey-used:`);
+  if (!found) return { kind: 'unknown' };
+  if (found[0] === REVOKED) return { kind: 'revoked' };
+  const [organizationId, id, scopes] = found[0].split('|') as [string, string, string];
+  return {
+    kind: 'found',
+    key: { id, organizationId, scopes: scopes.split(',') as Scope[] },
+    organizationStatus: found[1]!,
+    firstUseThisMinute: found[2] === 1,
+  };
+}
+
+/** A lookup PostgreSQL answered, kept for the next requests unless a change got there first. */
+export async function fillKey(deps: KeyCacheDeps, hash: Buffer, key: CachedKey | 'revoked', organizationStatus?: string): Promise<void> {
+  const prefix = deps.config.redis.prefix;
+  const multi = deps.redis.multi();
+  if (key === REVOKED) multi.set(recordKey(prefix, hash), REVOKED, 'EX', REVOKED_TTL_S, 'NX');
+  else {
+    multi.set(recordKey(prefix, hash), `${key.organizationId}|${key.id}|${key.scopes.join(',')}`, 'EX', ACTIVE_TTL_S, 'NX');
+    if (organizationStatus) multi.set(statusKey(prefix, key.organizationId), organizationStatus, 'EX', STATUS_TTL_S, 'NX');
+  }
+  await multi.exec();
+}
+
+/** After a revocation has committed: the key's record says so, whatever a fill wrote meanwhile. */
+export async function recordRevoked(deps: KeyCacheDeps, hash: Buffer): Promise<void> {
+  await deps.redis.set(recordKey(deps.config.redis.prefix, hash), REVOKED, 'EX', REVOKED_TTL_S);
+}
+
+/** After a status change has committed: every web process sees it from the next request. */
+export async function recordOrganizationStatus(deps: KeyCacheDeps, organizationId: string, status: string): Promise<void> {
+  await deps.redis.set(statusKey(deps.config.redis.prefix, organizationId), status, 'EX', STATUS_TTL_S);
+}

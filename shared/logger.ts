@@ -28,7 +28,12 @@ const REDACT = [
   'headers.authorization',
 ];
 
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/**
+ * Lines go to standard output asynchronously by default: under load, a write per line costs more than the
+ * request it describes. What is still buffered is written when the process exits (pino flushes its
+ * destination on `exit`), so a line logged before `process.exit` is not lost.
+ */
+export function createLogger(level: string, destination: DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
   return pino(
     {
       level,

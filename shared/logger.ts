@@ -28,12 +28,7 @@ const REDACT = [
   'headers.authorization',
 ];
 
-/**
- * Lines go to standard output asynchronously by default: under load, a write per line costs more than the
- * request it describes. What is still buffered is written when the process exits (pino flushes its
- * destination on `exit`), so a line logged before `process.exit` is not lost.
- */
-export function createLogger(level: string, destination: DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
+export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,

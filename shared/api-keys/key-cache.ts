@@ -1,6 +1,7 @@
 import type { Redis } from '../redis/client';
 import type { Config } from '../config';
 import type { Scope } from './types';
+import { bucketKey, TAKE_TOKEN_LUA } from '../rate-limit/service';
 
 /**
  * API keys as the web checks them on every request, held in Redis so no request reads PostgreSQL for them.
@@ -27,9 +28,19 @@ export interface CachedKey {
   readonly scopes: readonly Scope[];
 }
 
+/** A token of the bucket asked for with the key check: taken, or how long until one is available. */
+export type TokenOutcome = { readonly taken: true } | { readonly taken: false; readonly waitMs: number };
+
 export type CacheLookup =
   | { readonly kind: 'revoked' }
-  | { readonly kind: 'found'; readonly key: CachedKey; readonly organizationStatus: string; readonly firstUseThisMinute: boolean }
+  | {
+      readonly kind: 'found';
+      readonly key: CachedKey;
+      readonly organizationStatus: string;
+      readonly firstUseThisMinute: boolean;
+      /** When a token was asked for and could be: taken, or how long until one is available. */
+      readonly token?: TokenOutcome;
+    }
   | { readonly kind: 'unknown' };
 
 const ACTIVE_TTL_S = 300;
@@ -41,19 +52,39 @@ const recordKey = (prefix: string, hash: Buffer) => `${prefix}:apikey:${hash.toS
 const statusKey = (prefix: string, organizationId: string) => `${prefix}:org-status:${organizationId}`;
 
 // record: "<organization id>|<key id>|<scope>,<scope>"
+// ARGV: status key prefix, used key prefix, then for a rate-limited route the bucket key prefix, rate, burst and
+// the scope the route needs ('' otherwise). A token is taken only for an active organization's key that has the
+// scope: what the bucket counts is unchanged by taking it here.
 const LOOKUP = `
 local record = redis.call('GET', KEYS[1])
 if not record then return false end
 if record == '${REVOKED}' then return {'${REVOKED}'} end
-local org, id = string.match(record, '^([^|]+)|([^|]+)|')
+local org, id, scopes = string.match(record, '^([^|]+)|([^|]+)|(.*)$')
 local status = redis.call('GET', ARGV[1] .. org)
 if not status then return false end
 local first = redis.call('SET', ARGV[2] .. id, '1', 'NX', 'EX', 60)
-return {record, status, first and 1 or 0}
+local took = -1
+local wait = 0
+if ARGV[3] ~= '' and status == 'active' and string.find(',' .. scopes .. ',', ',' .. ARGV[6] .. ',', 1, true) then
+  local bucket = ARGV[3] .. org
+  local rate = tonumber(ARGV[4])
+  local burst = tonumber(ARGV[5])
+  ${TAKE_TOKEN_LUA}
+  took = allowed
+end
+return {record, status, first and 1 or 0, took, wait}
 `;
 
+/** A token of the organization's bucket, taken with the key check when the route is rate-limited. */
+export interface TakeToken {
+  readonly perSecond: number;
+  readonly burst: number;
+  /** Taken only if the key has it (a key without it is refused anyway). */
+  readonly scope: Scope;
+}
+
 type Scripted = Redis & {
-  worksKeyLookup(record: string, statusPrefix: string, usedPrefix: string): Promise<[string, string?, number?] | null>;
+  worksKeyLookup(record: string, ...args: (string | number)[]): Promise<[string, string?, number?, number?, number?] | null>;
 };
 
 function scripted(redis: Redis): Scripted {
@@ -61,17 +92,25 @@ function scripted(redis: Redis): Scripted {
   return redis as Scripted;
 }
 
-export async function lookupKey(deps: KeyCacheDeps, hash: Buffer): Promise<CacheLookup> {
+export async function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken): Promise<CacheLookup> {
   const prefix = deps.config.redis.prefix;
-  const found = await scripted(deps.redis).worksKeyLookup(recordKey(prefix, hash), `${prefix}:org-status:`, `${prefix}:apikey-used:`);
+  const bucket = take ? [bucketKey(prefix, ''), take.perSecond, take.burst, take.scope] : ['', 0, 0, ''];
+  const found = await scripted(deps.redis).worksKeyLookup(
+    recordKey(prefix, hash),
+    `${prefix}:org-status:`,
+    `${prefix}:apikey-used:`,
+    ...bucket,
+  );
   if (!found) return { kind: 'unknown' };
   if (found[0] === REVOKED) return { kind: 'revoked' };
   const [organizationId, id, scopes] = found[0].split('|') as [string, string, string];
+  const took = found[3];
   return {
     kind: 'found',
     key: { id, organizationId, scopes: scopes.split(',') as Scope[] },
     organizationStatus: found[1]!,
     firstUseThisMinute: found[2] === 1,
+    ...(took === 1 ? { token: { taken: true as const } } : took === 0 ? { token: { taken: false as const, waitMs: found[4]! } } : {}),
   };
 }
 

@@ -5,7 +5,16 @@ import { AppError, notFound } from '../errors';
 import type { SecretBox } from '../crypto/secret-box';
 import * as repo from './repo';
 import { generateToken, hashToken, isWellFormedToken, tokenPrefix } from './token';
-import { fillKey, lookupKey, recordRevoked, type CacheLookup, type CachedKey, type KeyCacheDeps } from './key-cache';
+import {
+  fillKey,
+  lookupKey,
+  recordRevoked,
+  type CacheLookup,
+  type CachedKey,
+  type KeyCacheDeps,
+  type TakeToken,
+  type TokenOutcome,
+} from './key-cache';
 import type { ApiKey, Principal, Scope } from './types';
 import { RefusedDestination, vetDestination, type DestinationPolicy } from '../webhooks/destination';
 
@@ -66,18 +75,26 @@ export async function revokeApiKey(deps: KeyCheckDeps, organizationId: string, a
   await recordRevoked(deps, tokenHash);
 }
 
+/** A checked key, and, when a token of its organization's bucket was asked for, whether one was taken. */
+export interface KeyCheck {
+  readonly principal: Principal;
+  /** Absent when the bucket was not consulted (no token asked for, or PostgreSQL answered): take it apart. */
+  readonly token?: TokenOutcome;
+}
+
 /**
  * Resolves a bearer API key to its principal. The checksum is verified before any lookup. The key's record
- * in Redis answers (key-cache.ts); PostgreSQL when Redis has none or is away, and the answer is kept.
+ * in Redis answers (key-cache.ts), taking a token of the organization's bucket in the same round trip when
+ * asked; PostgreSQL answers when Redis has no record or is away, and the answer is kept.
  */
-export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
+export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken): Promise<KeyCheck> {
   if (!isWellFormedToken(token)) throw unauthorized();
   const hash = hashToken(token);
-  const cached = await lookupKey(deps, hash).catch((): CacheLookup => ({ kind: 'unknown' }));
+  const cached = await lookupKey(deps, hash, take).catch((): CacheLookup => ({ kind: 'unknown' }));
   if (cached.kind === 'revoked') throw unauthorized();
   if (cached.kind === 'found') {
     if (cached.firstUseThisMinute) touch(deps, cached.key.id);
-    return principalOf(cached.key, cached.organizationStatus);
+    return { principal: principalOf(cached.key, cached.organizationStatus), ...(cached.token ? { token: cached.token } : {}) };
   }
   const found = await repo.findKeyByHash(deps.db, hash);
   if (!found) throw unauthorized();
@@ -85,7 +102,11 @@ export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Pro
   await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : key, found.organizationStatus).catch(() => undefined);
   if (found.key.revokedAt) throw unauthorized();
   if (found.stale) touch(deps, found.key.id);
-  return principalOf(key, found.organizationStatus);
+  return { principal: principalOf(key, found.organizationStatus) };
+}
+
+export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
+  return (await checkApiKey(deps, token)).principal;
 }
 
 function principalOf(key: CachedKey, organizationStatus: string): Principal {

@@ -63,4 +63,28 @@ describe('API key records in Redis', () => {
     expectError(await init(app.url, key.token), 401, 'auth.unauthorized');
     expectError(await init(noDatabase.url, key.token), 401, 'auth.unauthorized');
   });
+
+  it('a token of the bucket is taken with the key check: an invalid request takes none, a valid one past the burst is refused', async () => {
+    const limited = await startApp(configWith({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2' }));
+    try {
+      const org = await createOrg(app.context);
+      const key = await createKey(app.context, org);
+      // the key made known to Redis by a request through a process whose burst is the default one
+      expect((await init(app.url, key.token)).status).to.equal(200);
+      for (let i = 0; i < 3; i++) {
+        expectError(
+          await call(limited.url, 'POST', '/v1/works/init', { token: key.token, body: { network: 'testnet' } }),
+          422,
+          'common.validation_failed',
+        );
+      }
+      expect((await init(limited.url, key.token)).status).to.equal(200);
+      expect((await init(limited.url, key.token)).status).to.equal(200);
+      const refused = await init(limited.url, key.token);
+      expectError(refused, 429, 'organization.rate_limited');
+      expect(Number(refused.headers.get('retry-after'))).to.be.at.least(1);
+    } finally {
+      await limited.close();
+    }
+  });
 });

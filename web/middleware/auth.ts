@@ -1,9 +1,10 @@
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors';
-import { authenticateApiKey, unauthorized, type KeyCheckDeps } from '../../shared/api-keys/service';
+import { checkApiKey, unauthorized, type KeyCheck, type KeyCheckDeps } from '../../shared/api-keys/service';
+import type { TakeToken } from '../../shared/api-keys/key-cache';
 import { authenticateSession, SESSION_PREFIX } from '../../shared/sessions/service';
-import type { Principal, Scope } from '../../shared/api-keys/types';
+import type { Scope } from '../../shared/api-keys/types';
 import type { AdminVerifier, AdminIdentity } from '../../shared/identity/admin-verifier';
 import type { Logger } from '../../shared/logger';
 import type { Resources } from '../../shared/resources';
@@ -32,21 +33,29 @@ export function authDepsOf(app: Resources): AuthDeps {
   return { db: app.db, redis: app.redis, config: app.config, secretsKey: app.config.secrets.key, log: app.log };
 }
 
-/** Authenticates an API key (or, where allowed, a session token) and checks its scope. */
-export async function authenticatePrincipal(deps: AuthDeps, ctx: Context, options: PrincipalOptions = {}): Promise<Principal> {
+/**
+ * Authenticates an API key (or, where allowed, a session token) and checks its scope. `take`: a token of the
+ * organization's bucket is taken in the same round trip when Redis knows the key (see `KeyCheck.token`).
+ */
+export async function authenticatePrincipal(
+  deps: AuthDeps,
+  ctx: Context,
+  options: PrincipalOptions = {},
+  take?: TakeToken,
+): Promise<KeyCheck> {
   const token = bearerToken(ctx);
   if (!token) throw unauthorized();
-  let principal: Principal;
+  let checked: KeyCheck;
   if (token.startsWith(SESSION_PREFIX)) {
     if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
-    principal = await authenticateSession(deps, token);
+    checked = { principal: await authenticateSession(deps, token) };
   } else {
-    principal = await authenticateApiKey(deps, token);
+    checked = await checkApiKey(deps, token, take);
   }
-  if (options.scope && !principal.scopes.includes(options.scope)) {
+  if (options.scope && !checked.principal.scopes.includes(options.scope)) {
     throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);
   }
-  return principal;
+  return checked;
 }
 
 /**

@@ -10,7 +10,8 @@ import { benchMain, say } from './lib/main';
 import { pick } from './lib/options';
 import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
-import { startWebProcess, startWorkerProcess } from './lib/processes';
+import { startWebProcess, startWorkerProcess, type WorkerProcess } from './lib/processes';
+import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { chainCapacity } from './lib/chain-floor';
 import { percentile, repeat } from './lib/stats';
 
@@ -44,7 +45,13 @@ benchMain(async (options) => {
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await new WebhookReceiver().start();
   const web = await startWebProcess(services.env, { profileDir: options.profileDir });
-  const worker = await startWorkerProcess(services.env, services.config, [...QUEUE_NAMES], { profileDir: options.profileDir });
+  // one worker process per queue, as an operator scales them (a Procfile line each), so each queue's CPU is its own
+  const workers = await Promise.all(
+    QUEUE_NAMES.map(async (queue) => ({
+      queue,
+      process: await startWorkerProcess(services.env, services.config, [queue], { profileDir: options.profileDir }),
+    })),
+  );
   try {
     const keys: TestKey[] = [];
     for (let i = 0; i < Math.ceil(count / PER_ORG); i++)
@@ -58,6 +65,7 @@ benchMain(async (options) => {
     const samples = await repeat(runs, async (run) => {
       const confirmedAt = new Map<string, number>();
       const failures: string[] = [];
+      const cpuBefore = await cpuOfParts(context, web.pid, workers);
       const started = Date.now();
       let next = 0;
       const drive = async () => {
@@ -88,6 +96,13 @@ benchMain(async (options) => {
           context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
         );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
+      // certificates are rendered after the webhook; the CPU counted is the registrations' until their last one
+      const cpu = perRegistration(cpuBefore, await cpuOfParts(context, web.pid, workers), count);
+      say(
+        `  CPU per registration (ms): ${Object.entries(cpu)
+          .map(([part, ms]) => `${part} ${ms.toFixed(1)}`)
+          .join(', ')}`,
+      );
       const phases = await phaseTimes(context, ids, webhookAt);
       say(
         `  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases)
@@ -105,6 +120,7 @@ benchMain(async (options) => {
         extrinsics: used.extrinsics as number,
         phases,
         ids,
+        cpu,
       };
       say(
         `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`,
@@ -168,12 +184,25 @@ benchMain(async (options) => {
       floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) },
       target: { text: `≤ 3 blocks (${(3 * BLOCK_MS) / 1000} s)`, met: (v) => v <= 3 * BLOCK_MS },
     });
+    const parts = Object.keys(samples[0]!.cpu);
+    for (const part of parts) {
+      report.add({
+        id: `cpu_ms_${part.replace(/\W+/g, '_')}`,
+        label: `CPU per registration: ${part}`,
+        unit: 'ms',
+        runs: samples.map((s) => s.cpu[part]!),
+      });
+    }
+    report.note(
+      "CPU per registration: the web, each queue's worker process, the bench database's PostgreSQL backends and the whole Redis server " +
+        'make "service total"; the bench process (clients, receiver and the chopsticks chain) is counted apart',
+    );
     report.note(
       `the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`,
     );
     report.write(options.outDir);
   } finally {
-    await worker.stop();
+    await Promise.all(workers.map((w) => w.process.stop()));
     await web.stop();
     await receiver.stop();
     await context.close();
@@ -224,4 +253,40 @@ async function registerOne(base: string, token: string): Promise<[string, number
   await post('/v1/works/prepare', { job_id: init.job_id });
   const confirm = await post('/v1/works/confirm', { job_id: init.job_id }, 202);
   return [confirm.transaction_id as string, Date.now()];
+}
+
+type Parts = Record<string, number>;
+
+/** CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and this process. */
+async function cpuOfParts(
+  app: Resources,
+  webPid: number,
+  workers: readonly { queue: string; process: WorkerProcess }[],
+): Promise<{ parts: Parts; postgres: Map<number, number> }> {
+  const own = process.cpuUsage();
+  const parts: Parts = {
+    web: cpuSince(new Map(), [webPid]),
+    ...Object.fromEntries(workers.map((w) => [`worker ${w.queue}`, cpuSince(new Map(), [w.process.pid])])),
+    redis: await redisCpuMs(app),
+    'bench process (clients, receiver, chain)': (own.user + own.system) / 1000,
+  };
+  return { parts, postgres: cpuMs(await postgresBackends(app)) };
+}
+
+function perRegistration(
+  before: Awaited<ReturnType<typeof cpuOfParts>>,
+  after: Awaited<ReturnType<typeof cpuOfParts>>,
+  count: number,
+): Parts {
+  const out: Parts = {};
+  let service = 0;
+  for (const [part, ms] of Object.entries(after.parts)) {
+    out[part] = (ms - before.parts[part]!) / count;
+    if (!part.startsWith('bench')) service += out[part]!;
+  }
+  let postgres = 0;
+  for (const [pid, ms] of after.postgres) postgres += ms - (before.postgres.get(pid) ?? 0);
+  out.postgres = postgres / count;
+  out['service total'] = service + out.postgres;
+  return out;
 }

@@ -1,6 +1,5 @@
 import os from 'node:os';
 import path from 'node:path';
-import { readFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger } from '../shared/logger';
@@ -14,6 +13,7 @@ import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
 import { startWorkerProcess, type WorkerProcess } from './lib/processes';
 import { repeat } from './lib/stats';
+import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 
 /**
  * Webhook delivery throughput: N recorded `work_registered` events (each with its sealed access code, as a
@@ -199,42 +199,6 @@ async function deliverEvents(
     lastBody,
   };
 }
-
-/** The PostgreSQL backend processes serving the bench database (the workers' pools and the bench's own). */
-async function postgresBackends(app: Resources): Promise<number[]> {
-  const { rows } = await app.db.raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
-  return rows.map((r: { pid: number }) => r.pid);
-}
-
-/** The Redis server's user and system CPU so far (ms), from INFO. */
-async function redisCpuMs(app: Resources): Promise<number> {
-  const info = await app.redis.info('cpu');
-  const read = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
-  return (read('used_cpu_user') + read('used_cpu_sys')) * 1000;
-}
-
-/** User and system CPU time of each process so far (ms), from /proc; a process that has ended is left out. */
-function cpuMs(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS); // utime, stime: fields 14 and 15
-    } catch {
-      // ended
-    }
-  }
-  return out;
-}
-
-/** CPU the processes spent since `before` (ms); one that appeared meanwhile (a pool that grew) counts from zero. */
-function cpuSince(before: Map<number, number>, pids: readonly number[]): number {
-  let total = 0;
-  for (const [pid, ms] of cpuMs(pids)) total += ms - (before.get(pid) ?? 0);
-  return total;
-}
-
-const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** N finalized registrations with their event and pending delivery, written in bulk; returns the delivery ids. */
 async function recordEvents(app: Resources, organizationId: string, key: TestKey, url: string, count: number): Promise<string[]> {

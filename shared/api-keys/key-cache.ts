@@ -14,8 +14,9 @@ import { bucketKey, TAKE_TOKEN_LUA } from '../rate-limit/service';
  * - an active key's record lives 5 minutes and a status 1 minute, bounding what a lost write could leave.
  *
  * One script reads a key's record, its organization's status, and whether this is the key's first use of the
- * minute (`last_used_at` is written at most once a minute), in one round trip. The status's key is named from
- * the record, so the script reads a key it is not given: fine on one Redis server, not on a Cluster.
+ * minute (`last_used_at` is written at most once a minute), and on a rate-limited route takes a token of the
+ * organization's bucket, in one round trip. The status's and the bucket's keys are named from the record, so
+ * the script reads keys it is not given: fine on one Redis server, not on a Cluster.
  */
 export interface KeyCacheDeps {
   readonly redis: Redis;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, processEnv, type Config, type Env } from '../../shared/config';
+import type { Knex } from 'knex';
 import { createDb, migrateLatest } from '../../shared/db/knex';
 import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 import { startEmbedded, type EmbeddedDependencies } from '../../shared/dev/embedded';
@@ -81,4 +82,23 @@ export function testServices(): TestServices {
 /** The run's configuration with some variables changed, validated like any other. */
 export function configWith(overrides: Env): Config {
   return loadConfig({ ...testServices().env, ...overrides });
+}
+
+/**
+ * A database of a test's own on the run's server (for migrations run up and down), created in `before` and
+ * dropped in `after` of the calling `describe`. `db()` is its connection, unmigrated.
+ */
+export function useOwnDatabase(prefix: string): () => Knex {
+  const name = `${prefix}_${Date.now().toString(36)}`;
+  let serverUrl: string | undefined;
+  let db: Knex | undefined;
+  before(async () => {
+    serverUrl = testServices().config.database.url.replace(/\/[^/]*$/, '');
+    db = createDb({ ...testServices().config.database, url: await createDatabaseIfMissing(serverUrl, name) });
+  });
+  after(async () => {
+    await db?.destroy();
+    if (serverUrl) await dropDatabase(serverUrl, name);
+  });
+  return () => db!;
 }

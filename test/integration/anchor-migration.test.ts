@@ -1,28 +1,16 @@
 import { expect } from 'chai';
-import type { Knex } from 'knex';
 import { randomUUID } from 'node:crypto';
-import { createDb } from '../../shared/db/knex';
-import { testServices } from '../helpers/services';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
+import { useOwnDatabase } from '../helpers/services';
 
 /**
  * Migration 20261123000000: a transaction keeps the typed anchor it was confirmed with, not the whole Redis
  * quote. Transactions confirmed before it (an old quote in the row) are carried over, on a database of its own.
  */
 describe('the anchor migration, on a database of its own', () => {
-  const name = `anchor_migration_${Date.now().toString(36)}`;
-  let serverUrl: string;
-  let db: Knex;
-  before(async () => {
-    serverUrl = testServices().config.database.url.replace(/\/[^/]*$/, '');
-    db = createDb({ ...testServices().config.database, url: await createDatabaseIfMissing(serverUrl, name) });
-  });
-  after(async () => {
-    await db?.destroy();
-    if (serverUrl) await dropDatabase(serverUrl, name);
-  });
+  const ownDb = useOwnDatabase('anchor_migration');
 
   it('maps an old quote to the anchor (a reused audio included), and back on the way down', async () => {
+    const db = ownDb();
     await db.migrate.latest();
     await db.migrate.down({ name: '20261123000000_table_owners.ts' });
     expect(await db.schema.hasColumn('transactions', 'anchor')).to.equal(false);

@@ -4,10 +4,8 @@ import type { Knex } from 'knex';
 import { call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey, insertWorks } from '../helpers/factories';
 import { addVersion, initBody, register } from '../helpers/registration';
-import { testServices } from '../helpers/services';
+import { useOwnDatabase } from '../helpers/services';
 import { useStack } from '../helpers/workers';
-import { createDb } from '../../shared/db/knex';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 
 /**
  * GET /v1/works's total_count without a ref comes from work_counts, kept by triggers on works (migration
@@ -182,18 +180,9 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
   });
 
   describe('the migration, on a database of its own', () => {
-    const name = `works_count_${Date.now().toString(36)}`;
-    let serverUrl: string;
+    const ownDb = useOwnDatabase('works_count');
     let db: Knex;
-    before(async () => {
-      serverUrl = testServices().config.database.url.replace(/\/[^/]*$/, '');
-      const url = await createDatabaseIfMissing(serverUrl, name);
-      db = createDb({ ...testServices().config.database, url });
-    });
-    after(async () => {
-      await db?.destroy();
-      if (serverUrl) await dropDatabase(serverUrl, name);
-    });
+    before(() => (db = ownDb()));
 
     const counts = async () =>
       (

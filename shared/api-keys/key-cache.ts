@@ -1,6 +1,6 @@
 import type { Redis } from '../redis/client';
 import type { Config } from '../config';
-import type { Scope } from './types';
+import type { Principal, Scope } from './types';
 import { bucketKey, TAKE_TOKEN_LUA } from '../rate-limit/service';
 
 /**
@@ -14,9 +14,10 @@ import { bucketKey, TAKE_TOKEN_LUA } from '../rate-limit/service';
  * - an active key's record lives 5 minutes and a status 1 minute, bounding what a lost write could leave.
  *
  * One script reads a key's record, its organization's status, and whether this is the key's first use of the
- * minute (`last_used_at` is written at most once a minute), and on a rate-limited route takes a token of the
- * organization's bucket, in one round trip. The status's and the bucket's keys are named from the record, so
- * the script reads keys it is not given: fine on one Redis server, not on a Cluster.
+ * minute (`last_used_at` is written at most once a minute), on a rate-limited route takes a token of the
+ * organization's bucket, and, when the caller is admitted, makes the request's own write (`AdmittedWrite`:
+ * init's upload session), in one round trip. The status's, the bucket's and the write's keys are named from
+ * the record, so the script touches keys it is not given: fine on one Redis server, not on a Cluster.
  */
 export interface KeyCacheDeps {
   readonly redis: Redis;
@@ -41,8 +42,32 @@ export type CacheLookup =
       readonly firstUseThisMinute: boolean;
       /** When a token was asked for and could be: taken, or how long until one is available. */
       readonly token?: TokenOutcome;
+      /** Whether the admitted write was made. */
+      readonly written: boolean;
     }
   | { readonly kind: 'unknown' };
+
+/**
+ * Redis commands the key check runs once it admits the caller (an active organization, the scope, a token
+ * when one was asked for), before it answers. Their arguments may hold `ADMITTED.organizationId` and
+ * `ADMITTED.apiKeyId`, replaced there by the key's: a request can name its own keys before knowing whose it is.
+ * The placeholders are a raw control character that JSON.stringify never writes, so no caller's text in a
+ * stringified argument can ever be taken for one.
+ */
+export interface AdmittedWrite {
+  /** The scope the caller needs for the write to be made. */
+  readonly scope: Scope;
+  readonly commands: readonly (readonly string[])[];
+}
+
+export const ADMITTED = { organizationId: '\x01o', apiKeyId: '\x01k' } as const;
+
+/** A request's own write offered to the key check, and how the request answers once its caller is known. */
+export interface Admission<T> {
+  readonly commands: AdmittedWrite['commands'];
+  /** `written`: whether the key check made the write; if not (PostgreSQL answered it), `answer` makes it. */
+  answer(principal: Principal, written: boolean): Promise<T>;
+}
 
 const ACTIVE_TTL_S = 300;
 const STATUS_TTL_S = 60;
@@ -55,7 +80,8 @@ const statusKey = (prefix: string, organizationId: string) => `${prefix}:org-sta
 // record: "<organization id>|<key id>|<scope>,<scope>"
 // ARGV: status key prefix, used key prefix, then for a rate-limited route the bucket key prefix, rate, burst and
 // the scope the route needs ('' otherwise). A token is taken only for an active organization's key that has the
-// scope: what the bucket counts is unchanged by taking it here.
+// scope: what the bucket counts is unchanged by taking it here. Then the admitted write's scope ('' for none),
+// its number of commands, and each command as its number of arguments followed by them.
 const LOOKUP = `
 local record = redis.call('GET', KEYS[1])
 if not record then return false end
@@ -73,7 +99,21 @@ if ARGV[3] ~= '' and status == 'active' and string.find(',' .. scopes .. ',', ',
   ${TAKE_TOKEN_LUA}
   took = allowed
 end
-return {record, status, first and 1 or 0, took, wait}
+local wrote = 0
+if ARGV[7] ~= '' and status == 'active' and took ~= 0 and string.find(',' .. scopes .. ',', ',' .. ARGV[7] .. ',', 1, true) then
+  local mine = { o = org, k = id }
+  local i = 9
+  for _ = 1, tonumber(ARGV[8]) do
+    local command = {}
+    for a = 1, tonumber(ARGV[i]) do
+      command[a] = string.gsub(ARGV[i + a], '\\1([ok])', mine)
+    end
+    i = i + tonumber(ARGV[i]) + 1
+    redis.call(unpack(command))
+  end
+  wrote = 1
+end
+return {record, status, first and 1 or 0, took, wait, wrote}
 `;
 
 /** A token of the organization's bucket, taken with the key check when the route is rate-limited. */
@@ -85,7 +125,7 @@ export interface TakeToken {
 }
 
 type Scripted = Redis & {
-  worksKeyLookup(record: string, ...args: (string | number)[]): Promise<[string, string?, number?, number?, number?] | null>;
+  worksKeyLookup(record: string, ...args: (string | number)[]): Promise<[string, string?, number?, number?, number?, number?] | null>;
 };
 
 function scripted(redis: Redis): Scripted {
@@ -93,14 +133,16 @@ function scripted(redis: Redis): Scripted {
   return redis as Scripted;
 }
 
-export async function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken): Promise<CacheLookup> {
+export async function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken, write?: AdmittedWrite): Promise<CacheLookup> {
   const prefix = deps.config.redis.prefix;
   const bucket = take ? [bucketKey(prefix, ''), take.perSecond, take.burst, take.scope] : ['', 0, 0, ''];
+  const commands = write ? [write.scope, write.commands.length, ...write.commands.flatMap((args) => [args.length, ...args])] : ['', 0];
   const found = await scripted(deps.redis).worksKeyLookup(
     recordKey(prefix, hash),
     `${prefix}:org-status:`,
     `${prefix}:apikey-used:`,
     ...bucket,
+    ...commands,
   );
   if (!found) return { kind: 'unknown' };
   if (found[0] === REVOKED) return { kind: 'revoked' };
@@ -112,6 +154,7 @@ export async function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeTok
     organizationStatus: found[1]!,
     firstUseThisMinute: found[2] === 1,
     ...(took === 1 ? { token: { taken: true as const } } : took === 0 ? { token: { taken: false as const, waitMs: found[4]! } } : {}),
+    written: found[5] === 1,
   };
 }
 

@@ -9,6 +9,7 @@ import {
   fillKey,
   lookupKey,
   recordRevoked,
+  type AdmittedWrite,
   type CacheLookup,
   type CachedKey,
   type KeyCacheDeps,
@@ -80,21 +81,25 @@ export interface KeyCheck {
   readonly principal: Principal;
   /** Absent when the bucket was not consulted (no token asked for, or PostgreSQL answered): take it apart. */
   readonly token?: TokenOutcome;
+  /** Whether the admitted write asked for was made with the check (else it is the caller's to make). */
+  readonly written?: boolean;
 }
 
 /**
  * Resolves a bearer API key to its principal. The checksum is verified before any lookup. The key's record
- * in Redis answers (key-cache.ts), taking a token of the organization's bucket in the same round trip when
- * asked; PostgreSQL answers when Redis has no record or is away, and the answer is kept.
+ * in Redis answers (key-cache.ts), taking a token of the organization's bucket and making the admitted write
+ * in the same round trip when asked; PostgreSQL answers when Redis has no record or is away, and the answer
+ * is kept (the write is then not made: `written` false).
  */
-export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken): Promise<KeyCheck> {
+export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken, write?: AdmittedWrite): Promise<KeyCheck> {
   if (!isWellFormedToken(token)) throw unauthorized();
   const hash = hashToken(token);
-  const cached = await lookupKey(deps, hash, take).catch((): CacheLookup => ({ kind: 'unknown' }));
+  const cached = await lookupKey(deps, hash, take, write).catch((): CacheLookup => ({ kind: 'unknown' }));
   if (cached.kind === 'revoked') throw unauthorized();
   if (cached.kind === 'found') {
     if (cached.firstUseThisMinute) touch(deps, cached.key.id);
-    return { principal: principalOf(cached.key, cached.organizationStatus), ...(cached.token ? { token: cached.token } : {}) };
+    const principal = principalOf(cached.key, cached.organizationStatus);
+    return { principal, ...(cached.token ? { token: cached.token } : {}), written: cached.written };
   }
   const found = await repo.findKeyByHash(deps.db, hash);
   if (!found) throw unauthorized();

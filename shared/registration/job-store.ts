@@ -137,32 +137,46 @@ export class JobStore {
   key = (organizationId: string, jobId: string) => `${this.prefix}:job:${organizationId}:${jobId}`;
   readonly uploadsKey = () => `${this.prefix}:uploads`;
 
-  /** init: the job starts `reserved`; an upload to come joins the sweep's set. */
-  async reserve(session: UploadSession, ttlSeconds: number): Promise<void> {
+  /**
+   * init: the job starts `reserved`; an upload to come joins the sweep's set. The caller and the object are
+   * fields of their own, outside the session's JSON, so the key check can write them for a caller it is still
+   * identifying (`AdmittedWrite`): a placeholder is then never inside text the caller sent.
+   */
+  reserveCommands(session: UploadSession, ttlSeconds: number): string[][] {
     const key = this.key(session.organizationId, session.jobId);
-    const tx = this.redis
-      .multi()
-      .hset(key, {
-        state: 'reserved',
-        session: JSON.stringify(session),
-        upload_until: Date.parse(session.uploadExpiresAt),
-        run: 0,
-        run_until: 0,
-        confirm_until: 0,
-      })
-      .expire(key, ttlSeconds);
-    if (!session.reusedAudio) tx.zadd(this.uploadsKey(), Date.parse(session.uploadExpiresAt), session.audioKey);
-    const results = await tx.exec();
+    const { organizationId, apiKeyId, audioKey, ...rest } = session;
+    const uploadUntil = String(Date.parse(session.uploadExpiresAt));
+    const commands = [
+      ['hset', key, 'state', 'reserved', 'session', JSON.stringify(rest), 'organization_id', organizationId, 'api_key_id', apiKeyId],
+      ['hset', key, 'audio_key', audioKey, 'upload_until', uploadUntil, 'run', '0', 'run_until', '0', 'confirm_until', '0'],
+      ['expire', key, String(ttlSeconds)],
+    ];
+    if (!session.reusedAudio) commands.push(['zadd', this.uploadsKey(), uploadUntil, audioKey]);
+    return commands;
+  }
+
+  async reserve(session: UploadSession, ttlSeconds: number): Promise<void> {
+    await this.run(this.reserveCommands(session, ttlSeconds));
+  }
+
+  /** Commands of `reserveCommands`, in one MULTI. */
+  async run(commands: readonly (readonly string[])[]): Promise<void> {
+    const results = await this.redis.multi(commands as string[][]).exec();
     const failed = results?.find(([err]) => err);
     if (failed) throw failed[0];
   }
 
   async load(organizationId: string, jobId: string): Promise<JobRecord | undefined> {
-    const raw = await this.redis.hmget(this.key(organizationId, jobId), 'state', 'session', 'audio', 'quote', 'run');
+    const raw = await this.redis.hmget(
+      this.key(organizationId, jobId),
+      ...['state', 'session', 'audio', 'quote', 'run', 'organization_id', 'api_key_id', 'audio_key'],
+    );
     if (!raw[0] || !raw[1]) return undefined;
+    const stored = JSON.parse(raw[1]) as UploadSession;
     return {
       state: raw[0] as JobState,
-      session: JSON.parse(raw[1]) as UploadSession,
+      // a job reserved before these fields held them in its JSON
+      session: raw[5] ? { ...stored, organizationId: raw[5], apiKeyId: raw[6]!, audioKey: raw[7]! } : stored,
       ...(raw[2] ? { audio: JSON.parse(raw[2]) as UploadedAudio } : {}),
       ...(raw[3] ? { quote: JSON.parse(raw[3]) as PreparedQuote } : {}),
       run: Number(raw[4]),

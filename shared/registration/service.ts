@@ -7,6 +7,7 @@ import type { Redis } from '../redis/client';
 import type { Storage } from '../storage/s3';
 import { AppError, notFound, type ErrorCode } from '../errors';
 import type { Principal } from '../api-keys/types';
+import { ADMITTED, type Admission } from '../api-keys/key-cache';
 import type { Creator } from '../works/types';
 import { latestVersion, workOnNetworkOf } from '../works/repo';
 import { enqueuePrepare, type Queues } from '../queue/jobs';
@@ -55,8 +56,12 @@ export interface RegistrationDeps {
 export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }) =>
   new JobStore(app.redis, app.config.redis.prefix);
 
-/** Reserves an upload session and presigns the PUT of its one object key (spec 4.1). */
-export async function initRegistration(app: RegistrationDeps, principal: Principal, input: InitInput): Promise<UploadJob> {
+/**
+ * Init (spec 4.1), offered to the key check: the upload session is reserved in the check's own round trip
+ * once the caller is admitted (api-keys/key-cache.ts), else by `answer`; then the PUT of its one object key is
+ * presigned.
+ */
+export function admitRegistration(app: RegistrationDeps, input: InitInput): Admission<UploadJob> {
   assertValid([
     ...networkProblems(app.config, input.network),
     ...titleProblems(input.title),
@@ -67,22 +72,35 @@ export async function initRegistration(app: RegistrationDeps, principal: Princip
   const jobId = randomUUID();
   const now = new Date();
   const ttl = app.config.ttl.uploadSeconds;
-  const session: UploadSession = {
+  const sessionOf = (organizationId: string, apiKeyId: string): UploadSession => ({
     jobId,
     kind: 'register',
-    organizationId: principal.organizationId,
-    apiKeyId: principal.apiKeyId,
+    organizationId,
+    apiKeyId,
     network: input.network,
     title: input.title.trim(),
     filename: input.filename,
     creators: input.creators,
     externalUserRef: input.external_user_ref ?? null,
-    audioKey: audioKey(principal.organizationId, jobId),
+    audioKey: audioKey(organizationId, jobId),
     createdAt: now.toISOString(),
     uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+  });
+  const store = jobStore(app);
+  return {
+    commands: store.reserveCommands(sessionOf(ADMITTED.organizationId, ADMITTED.apiKeyId), ttl),
+    answer: async (principal, written) => {
+      const session = sessionOf(principal.organizationId, principal.apiKeyId);
+      if (!written) await store.reserve(session, ttl);
+      const url = await presignPut(app.storage, session.audioKey, ttl);
+      return { job_id: jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
+    },
   };
-  return reserveUpload(app, session, ttl);
 }
+
+/** Init with its session reserved apart from the key check. */
+export const initRegistration = (app: RegistrationDeps, principal: Principal, input: InitInput): Promise<UploadJob> =>
+  admitRegistration(app, input).answer(principal, false);
 
 /**
  * The work a version write targets (spec 4.14, contract §4): the organization's work with this `ats_id` on

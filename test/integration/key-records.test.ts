@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { JobStore } from '../../shared/registration/job-store';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, suspendOrg } from '../helpers/factories';
 import { adminToken } from '../helpers/identity';
@@ -86,5 +89,98 @@ describe('API key records in Redis', () => {
     } finally {
       await limited.close();
     }
+  });
+
+  describe("the upload session written in the key check's round trip", () => {
+    interface Seen {
+      readonly args: string[];
+      readonly source: string;
+    }
+    // every command Redis runs, from clients and from scripts, in the order it runs them
+    let monitor: Redis;
+    let seen: Seen[] = [];
+    before(async () => {
+      monitor = await new Redis(testServices().config.redis.url).monitor();
+      monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+    });
+    after(() => monitor?.disconnect());
+
+    /** The commands Redis ran while `during` ran (a marker sent after it closes the window). */
+    async function commandsOf(during: () => Promise<unknown>): Promise<Seen[]> {
+      seen = [];
+      await during();
+      const marker = `marker-${randomUUID()}`;
+      const closed = new Promise<void>((resolve) =>
+        monitor.on('monitor', (_t: string, args: string[]) => args.includes(marker) && resolve()),
+      );
+      await app.context.redis.echo(marker);
+      await closed;
+      return seen;
+    }
+
+    const jobs = () => new JobStore(app.context.redis, testServices().config.redis.prefix);
+    const uploadsOf = async (org: string) =>
+      (await app.context.redis.zrange(jobs().uploadsKey(), '0', '-1')).filter((member) => member.startsWith(`audio/${org}/`));
+
+    it("a known key's init makes one call to Redis: the key, the token and the session in one script", async () => {
+      const org = await createOrg(app.context);
+      const key = await createKey(app.context, org);
+      expect((await init(app.url, key.token)).status).to.equal(200);
+      let reply: Awaited<ReturnType<typeof init>> | undefined;
+      const commands = await commandsOf(async () => (reply = await init(app.url, key.token)));
+      expect(reply!.status, reply!.text).to.equal(200);
+      const jobId = reply!.body.job_id as string;
+      const naming = (source: (s: string) => boolean) => commands.filter((c) => source(c.source) && c.args.some((a) => a.includes(jobId)));
+      const fromClients = naming((source) => source !== 'lua');
+      expect(fromClients, 'client commands naming the job').to.have.length(1);
+      expect(
+        fromClients[0]!.args.some((a) => a.includes(':apikey:')),
+        'the same call reads the key',
+      ).to.equal(true);
+      const inScript = naming((source) => source === 'lua').map((c) => [c.args[0]!.toUpperCase(), c.args[1]]);
+      expect(inScript).to.deep.include(['HSET', jobs().key(org, jobId)]);
+      expect(inScript).to.deep.include(['ZADD', jobs().uploadsKey()]);
+      const job = await jobs().load(org, jobId);
+      expect(job?.state).to.equal('reserved');
+      expect(job?.session).to.include({ organizationId: org, apiKeyId: key.id, audioKey: `audio/${org}/${jobId}`, jobId });
+      expect(await uploadsOf(org)).to.include(`audio/${org}/${jobId}`);
+    });
+
+    it("a caller's text is stored as sent, whether the key check or PostgreSQL admitted it", async () => {
+      const org = await createOrg(app.context);
+      const key = await createKey(app.context, org);
+      // the placeholders the script replaces are these characters unescaped; JSON escapes them, so they stay text
+      const title = 'Title \u0001o and \u0001k';
+      const body = initBody({ title, external_user_ref: 'ref \u0001o', creators: [{ full_name: '\u0001k', roles: { author: true } }] });
+      for (const through of ['PostgreSQL', 'the key check']) {
+        const reply = await call(app.url, 'POST', '/v1/works/init', { token: key.token, body });
+        expect(reply.status, `${through}: ${reply.text}`).to.equal(200);
+        const job = await jobs().load(org, reply.body.job_id);
+        expect(job?.session, through).to.deep.include({ title, externalUserRef: 'ref \u0001o', organizationId: org, apiKeyId: key.id });
+        expect(job?.session.creators[0]?.full_name, through).to.equal('\u0001k');
+      }
+    });
+
+    it('a refused init writes nothing: rate limited, without the scope, suspended, revoked', async () => {
+      const limited = await startApp(configWith({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' }));
+      try {
+        const org = await createOrg(app.context);
+        const key = await createKey(app.context, org);
+        const reader = await createKey(app.context, org, ['works:read']);
+        expect((await init(limited.url, key.token)).status).to.equal(200);
+        expectError(await init(limited.url, key.token), 429, 'organization.rate_limited');
+        expectError(await init(app.url, reader.token), 403, 'auth.insufficient_scope');
+        expectError(await init(app.url, reader.token), 403, 'auth.insufficient_scope');
+        await suspendOrg(app.context, org);
+        expectError(await init(app.url, key.token), 403, 'organization.inactive');
+        await setOrganizationStatus(app.context, org, 'active');
+        const admin = await adminToken({ organizationId: org });
+        expect((await call(app.url, 'DELETE', `/v1/organizations/${org}/api-keys/${key.id}`, { token: admin })).status).to.equal(204);
+        expectError(await init(app.url, key.token), 401, 'auth.unauthorized');
+        expect(await uploadsOf(org), 'one upload: the first init only').to.have.length(1);
+      } finally {
+        await limited.close();
+      }
+    });
   });
 });

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../../shared/api-keys/types';
 import { showOrganization } from '../../shared/organizations/service';
 import { OrganizationRateLimiter, rateLimited } from '../../shared/rate-limit/service';
-import type { TakeToken, TokenOutcome } from '../../shared/api-keys/key-cache';
+import type { Admission, AdmittedWrite, TakeToken, TokenOutcome } from '../../shared/api-keys/key-cache';
 import { authDepsOf, authenticateAdmin, authenticatePrincipal } from '../middleware/auth';
 import { authenticateOperator } from '../middleware/operator-auth';
 import { idempotent } from '../middleware/idempotency';
@@ -16,18 +16,22 @@ interface Authenticated {
   readonly principal?: Principal;
   /** The bucket's answer when a token was taken with the key check. */
   readonly token?: TokenOutcome;
+  /** Whether the key check made the admitted write. */
+  readonly written?: boolean;
 }
 
-function authenticator(route: Route, deps: RouteDeps): (ctx: Context, take?: TakeToken) => Promise<Authenticated> {
+type Authenticator = (ctx: Context, take?: TakeToken, write?: AdmittedWrite) => Promise<Authenticated>;
+
+function authenticator(route: Route, deps: RouteDeps): Authenticator {
   const { app } = deps;
   const authDeps = authDepsOf(app);
   switch (route.security) {
     case 'apiKey':
     case 'apiKeyOrSession': {
       const options = { scope: route.scope, allowSession: route.security === 'apiKeyOrSession' };
-      return async (ctx, take) => {
-        const { principal, token } = await authenticatePrincipal(authDeps, ctx, options, take);
-        return { caller: principal, principal, ...(token ? { token } : {}) };
+      return async (ctx, take, write) => {
+        const { principal, token, written } = await authenticatePrincipal(authDeps, ctx, options, take, write);
+        return { caller: principal, principal, ...(token ? { token } : {}), written: written === true };
       };
     }
     case 'admin':
@@ -55,9 +59,11 @@ export function mount(router: Router, routes: readonly Route[], deps: RouteDeps)
   const idempotency = idempotent(app);
   for (const route of routes) {
     const keyed = route.security === 'apiKey' || route.security === 'apiKeyOrSession';
-    if ((route.rateLimited || route.idempotent) && !keyed) {
-      throw new Error(`${route.id}: rate limits and idempotency keys need an API key route`);
+    if ((route.rateLimited || route.idempotent || route.admit) && !keyed) {
+      throw new Error(`${route.id}: rate limits, idempotency keys and admitted writes need an API key route`);
     }
+    const { scope } = route;
+    if (route.admit && !scope) throw new Error(`${route.id}: an admitted write needs the route's scope`);
     const authenticate = authenticator(route, deps);
     const checkBody = route.body ? validateBody<unknown>(route.body, route.invalidBody) : undefined;
     const checkQuery = route.query ? validateQuery<unknown>(route.query) : undefined;
@@ -66,13 +72,17 @@ export function mount(router: Router, routes: readonly Route[], deps: RouteDeps)
     const take = route.rateLimited && route.scope ? { perSecond, burst, scope: route.scope } : undefined;
     router.register(koaPath(route.path), [route.method], async (ctx) => {
       let input: { body: unknown; query: unknown } | undefined;
+      let admission: Admission<unknown> | undefined;
       let invalid: unknown;
       try {
-        input = { body: checkBody?.(ctx.request.body), query: checkQuery?.(ctx) };
+        const checked = { body: checkBody?.(ctx.request.body), query: checkQuery?.(ctx) };
+        admission = route.admit && !ctx.get('Idempotency-Key') ? route.admit(checked.body, deps) : undefined;
+        input = checked;
       } catch (err) {
         invalid = err;
       }
-      const { caller, principal, token } = await authenticate(ctx, input ? take : undefined);
+      const write = admission && scope ? { scope, commands: admission.commands } : undefined;
+      const { caller, principal, token, written } = await authenticate(ctx, input ? take : undefined, write);
       if (!input) throw invalid;
       const { body, query } = input;
       const handle = async () => route.handler(ctx, { caller, params: ctx.params, body, query }, deps);
@@ -80,6 +90,10 @@ export function mount(router: Router, routes: readonly Route[], deps: RouteDeps)
       if (route.rateLimited) {
         if (!token) await limiter.take(principal.organizationId);
         else if (!token.taken) throw rateLimited(token.waitMs);
+      }
+      if (admission) {
+        ctx.body = await admission.answer(principal, written === true);
+        return;
       }
       return route.idempotent ? idempotency(ctx, principal, handle) : handle();
     });

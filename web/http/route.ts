@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Resources } from '../../shared/resources';
 import type { ErrorCode } from '../../shared/errors';
 import type { Principal, Scope } from '../../shared/api-keys/types';
+import type { Admission } from '../../shared/api-keys/key-cache';
 import type { AdminIdentity, AdminVerifier } from '../../shared/identity/admin-verifier';
 import type { WebMetrics } from '../middleware/metrics';
 
@@ -93,6 +94,12 @@ export interface Route<S extends Security = Security, P extends string = string,
   readonly invalidBody?: ErrorCode;
   /** Takes a token from the organization's bucket (API key routes only). */
   readonly rateLimited?: boolean;
+  /**
+   * The request's own write, offered to the key check so that it is made in the check's round trip (API key
+   * routes with a scope; not for a request with `Idempotency-Key`, which `handler` answers): the response body
+   * is then the admission's answer. Throws what `handler` would for an invalid body (answered after the key's).
+   */
+  admit?(body: B, deps: RouteDeps): Admission<unknown>;
   // a method, not a property: a list of routes of different inputs is then a list of `Route`
   handler(ctx: Context, input: RouteInput<S, P, B, Q>, deps: RouteDeps): Promise<void> | void;
 }

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors';
 import { checkApiKey, unauthorized, type KeyCheck, type KeyCheckDeps } from '../../shared/api-keys/service';
-import type { TakeToken } from '../../shared/api-keys/key-cache';
+import type { AdmittedWrite, TakeToken } from '../../shared/api-keys/key-cache';
 import { authenticateSession, SESSION_PREFIX } from '../../shared/sessions/service';
 import type { Scope } from '../../shared/api-keys/types';
 import type { AdminVerifier, AdminIdentity } from '../../shared/identity/admin-verifier';
@@ -35,13 +35,15 @@ export function authDepsOf(app: Resources): AuthDeps {
 
 /**
  * Authenticates an API key (or, where allowed, a session token) and checks its scope. `take`: a token of the
- * organization's bucket is taken in the same round trip when Redis knows the key (see `KeyCheck.token`).
+ * organization's bucket is taken in the same round trip when Redis knows the key (see `KeyCheck.token`), and
+ * `write` made once the key is admitted (see `KeyCheck.written`).
  */
 export async function authenticatePrincipal(
   deps: AuthDeps,
   ctx: Context,
   options: PrincipalOptions = {},
   take?: TakeToken,
+  write?: AdmittedWrite,
 ): Promise<KeyCheck> {
   const token = bearerToken(ctx);
   if (!token) throw unauthorized();
@@ -50,7 +52,7 @@ export async function authenticatePrincipal(
     if (!options.allowSession) throw new AppError('auth.insufficient_scope', 'A session token cannot be used on this route');
     checked = { principal: await authenticateSession(deps, token) };
   } else {
-    checked = await checkApiKey(deps, token, take);
+    checked = await checkApiKey(deps, token, take, write);
   }
   if (options.scope && !checked.principal.scopes.includes(options.scope)) {
     throw new AppError('auth.insufficient_scope', `This route needs the ${options.scope} scope`);

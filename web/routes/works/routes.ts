@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../../../shared/errors';
 import { notFound } from '../../../shared/errors';
-import { initRegistration, initVersion, prepareJob } from '../../../shared/registration/service';
+import { admitRegistration, initRegistration, initVersion, prepareJob } from '../../../shared/registration/service';
 import { confirmJob } from '../../../shared/registration/confirm';
 import { defineRoute, type Route } from '../../http/route';
 import * as C from '../../openapi/components';
@@ -36,6 +36,7 @@ export const worksRoutes: readonly Route[] = [
     idempotent: true,
     responses: { 200: { description: 'Upload session reserved', schema: C.UploadJob } },
     errors: ['common.validation_failed', ...idempotencyErrors],
+    admit: (body, { app }) => admitRegistration(app, body),
     handler: async (ctx, { caller, body }, { app }) => {
       ctx.body = await initRegistration(app, caller, body);
     },

@@ -211,17 +211,24 @@ benchMain(async (options) => {
 });
 
 /**
- * Each stretch from confirm to webhook, from the transactions' steps (a step's time is when it ended): until a
- * chain job took it, until its call was in a signed batch, until that batch was in a block, until finality was
- * recorded, until the webhook arrived.
+ * Each stretch from confirm to webhook, from the transactions' steps (a step's time is when it ended) and their
+ * chain jobs: until a chain job took it (its latest start, were it retried),
+ * until it had recorded its first steps, until its call was in a signed batch, until that batch was in a block,
+ * until finality was recorded, until the webhook arrived.
  */
 async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<string, number>) {
   const rows = await context.db('transactions').whereIn('id', ids).select('id', 'created_at', 'steps');
-  const stretches: Record<string, number[]> = { queued: [], batched: [], in_block: [], finalized: [], webhook: [] };
+  const taken = new Map<string, number>();
+  for (const id of ids) {
+    const job = await context.queues.chain.getJob(id);
+    if (job?.processedOn) taken.set(id, job.processedOn);
+  }
+  const stretches: Record<string, number[]> = { queued: [], steps: [], batched: [], in_block: [], finalized: [], webhook: [] };
   for (const row of rows) {
     const at = (name: string) => Date.parse((row.steps as { name: string; at: string }[]).find((step) => step.name === name)!.at);
     const marks = [
       Date.parse(row.created_at),
+      taken.get(row.id) ?? Date.parse(row.created_at),
       at('preparing_transaction'),
       at('signing'),
       at('submitting'),

@@ -93,6 +93,8 @@ export interface Config {
   readonly prepareTimeoutMs: number;
   /** Most calls one relayer batch carries (further bounded by the runtime's weight and length limits). */
   readonly chainBatchMax: number;
+  /** The least time between two relayer batches while calls keep being made ready between blocks. */
+  readonly chainBatchIntervalMs: number;
   /**
    * How long a confirmed transaction's call is sent again after refusals that were not its own (a pool, a
    * nonce, an era, a connection in the way) before it fails and is refunded.
@@ -242,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
     chainBatchMax: read.int('CHAIN_BATCH_MAX', 1000, 1, 10_000),
+    chainBatchIntervalMs: read.int('CHAIN_BATCH_INTERVAL_MS', 250, 0, 60_000),
     chainGiveUpAfterSeconds: read.int('CHAIN_GIVE_UP_AFTER', 3600, 1, 7 * 86400),
     chainForgetOnNewGenesis: read.bool('CHAIN_FORGET_ON_NEW_GENESIS', false),
     reconcile: {

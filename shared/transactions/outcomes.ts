@@ -20,7 +20,10 @@ export interface OutcomeDeps extends EffectDeps {
 
 /** What carrying a transaction to its end uses: the outcomes' handles and the chain settings. */
 export interface TransactionDeps extends OutcomeDeps {
-  readonly config: Pick<Config, 'redis' | 'webhooks' | 'chains' | 'chainBatchMax' | 'chainGiveUpAfterSeconds' | 'chainForgetOnNewGenesis'>;
+  readonly config: Pick<
+    Config,
+    'redis' | 'webhooks' | 'chains' | 'chainBatchMax' | 'chainBatchIntervalMs' | 'chainGiveUpAfterSeconds' | 'chainForgetOnNewGenesis'
+  >;
 }
 
 type Inclusion = { readonly blockHash: string; readonly blockNumber: number; readonly index: number };

@@ -49,6 +49,7 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
       tx = await allocateVersion(app, tx);
       tx = await step(app, tx, 'signing');
       tx = await prepareCall(deps, tx);
+      submitter.readied(tx.network);
     }
     const done = new AbortController();
     try {

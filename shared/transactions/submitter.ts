@@ -1,4 +1,5 @@
 import { EventEmitter, once } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
 import { withConnection } from '../db/knex';
 import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
@@ -30,6 +31,9 @@ export class RelayerSubmitter {
   private readonly running = new Map<Network, Promise<void>>();
   /** Emits a transaction's id once this process has moved it on from its batch (in a block, failed or back). */
   private readonly moves = new EventEmitter().setMaxListeners(0);
+  /** Emits a network once a call was made ready on it in this process; `readyCount` counts them. */
+  private readonly wakes = new EventEmitter().setMaxListeners(0);
+  private readonly readyCount = new Map<Network, number>();
 
   constructor(
     private readonly app: TransactionDeps,
@@ -56,6 +60,16 @@ export class RelayerSubmitter {
       });
     this.queued.set(network, next);
     return next;
+  }
+
+  /**
+   * A call of this process was made ready: a round waiting for the next block batches it now, so that a call
+   * made ready during block N rides a batch into block N+1, not N+2 (at most one batch per
+   * `CHAIN_BATCH_INTERVAL_MS` while calls keep coming, so a block's calls share few extrinsics).
+   */
+  readied(network: Network): void {
+    this.readyCount.set(network, (this.readyCount.get(network) ?? 0) + 1);
+    this.wakes.emit(network);
   }
 
   /** Resolves once no round of this process's submitter is running or queued (their errors are the jobs'). */
@@ -129,12 +143,14 @@ export class RelayerSubmitter {
         ),
       );
     }
+    let sentAt = 0;
     try {
       while (!failures.length) {
+        const seen = this.readyCount.get(network) ?? 0;
         const ready = await nextReadyCalls(this.app.db, network, this.app.config.chainBatchMax);
         if (!ready.length) {
           if (!out.size) break;
-          await Promise.race([...out, this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
+          await this.moreToSend(network, seen, sentAt, Promise.race(out));
           continue;
         }
         const count = await this.anchors.fitBatch(
@@ -152,13 +168,33 @@ export class RelayerSubmitter {
           ready.slice(0, count).map((r) => r.id),
         );
         failpoint('chain.batch_signed');
+        sentAt = Date.now();
         track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
-        await Promise.race([Promise.all(out), this.anchors.nextBlock(network, BLOCK_WAIT_MS)]);
+        await this.moreToSend(network, seen, sentAt, Promise.all(out));
       }
     } finally {
       await Promise.all(out);
     }
     if (failures.length) throw failures[0];
+  }
+
+  /**
+   * Waits until there may be more to send: a new block, `landed`, or a call made ready in this process since
+   * `seen` (then no sooner than `CHAIN_BATCH_INTERVAL_MS` after the last batch). Calls another process made
+   * ready are found at the next block.
+   */
+  private async moreToSend(network: Network, seen: number, sentAt: number, landed: Promise<unknown>): Promise<void> {
+    const stop = new AbortController();
+    const woken =
+      (this.readyCount.get(network) ?? 0) !== seen
+        ? Promise.resolve()
+        : once(this.wakes, network, { signal: stop.signal }).then(() => undefined);
+    const interval = woken.then(() => delay(Math.max(0, sentAt + this.app.config.chainBatchIntervalMs - Date.now())));
+    try {
+      await Promise.race([landed, this.anchors.nextBlock(network, BLOCK_WAIT_MS), interval]);
+    } finally {
+      stop.abort();
+    }
   }
 
   /**

@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { ApiPromise, WsProvider } from '@polkadot/api';
+import { call, eventually, startApp, type TestApp } from '../helpers/app';
+import { createOrg, createKey } from '../helpers/factories';
+import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { quote } from '../helpers/registration';
+import { configWith } from '../helpers/services';
+import { startLocalChain } from '../../shared/dev/embedded/chain';
+import { relayerAddress } from '../../shared/chain/keys';
+
+/**
+ * A call confirmed between two blocks rides a batch into the very next block: the submitter does not wait for
+ * a block to be imported before it sends what was made ready meanwhile (shared/transactions/submitter.ts).
+ */
+describe('relayer batches between blocks', function () {
+  this.timeout(180_000);
+  // a chain of this test's own that builds a block only when told to, with its own relayer
+  const relayerSeed = '//RhythmRelayer';
+  let chain: Awaited<ReturnType<typeof startLocalChain>>;
+  let app: TestApp;
+  let workers: TestWorkers;
+  let api: ApiPromise;
+
+  before(async () => {
+    chain = await startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 3_600_000 });
+    const config = configWith({ REDIS_PREFIX: `rhythm_${Date.now()}`, CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: relayerSeed });
+    app = await startApp(config);
+    workers = await startTestWorkers(config, ['prepare', 'chain']);
+    api = await ApiPromise.create({ provider: new WsProvider(chain.wsUrl), noInitWarn: true });
+  });
+  after(async () => {
+    await workers?.stop();
+    await app?.close();
+    await api?.disconnect();
+    await chain?.stop();
+  });
+
+  const best = async () => (await api.rpc.chain.getHeader()).number.toNumber();
+  const rows = (ids: string[]) =>
+    app.context.db('transactions').whereIn('id', ids).orderBy('created_at').select('status', 'block_number', 'tx_hash');
+  // signed and stored (status submitted), then sent: in the node's pool. Well before 30 s, after which a
+  // submitter waiting for a block that does not come looks for ready calls anyway.
+  const sent = async (ids: string[]) => {
+    const within = 15_000;
+    await eventually(async () => ((await rows(ids)).every((r) => r.status === 'submitted') ? true : undefined), 'signed', within);
+    await eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length === ids.length ? true : undefined), 'sent', within);
+  };
+
+  it('sends a call made ready while a batch waits for its block, and both land in that next block', async () => {
+    const org = await createOrg(app.context, 10_000);
+    const key = await createKey(app.context, org);
+    const [first, second] = [await quote(app.url, key.token), await quote(app.url, key.token)];
+    const confirm = async (jobId: string) => {
+      const reply = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: jobId } });
+      expect(reply.status, reply.text).to.equal(202);
+      return reply.body.transaction_id as string;
+    };
+    const height = await best();
+    const a = await confirm(first.jobId);
+    await sent([a]);
+    // the first batch waits in the pool for a block that has not come; the second call is confirmed meanwhile
+    const b = await confirm(second.jobId);
+    await sent([a, b]);
+    expect(await best(), 'no block was built meanwhile').to.equal(height);
+    const [ra, rb] = await rows([a, b]);
+    expect(ra!.tx_hash, 'two relayer extrinsics').to.not.equal(rb!.tx_hash);
+
+    await chain.newBlock();
+    const landed = await eventually(async () => {
+      const now = await rows([a, b]);
+      return now.every((r) => r.status === 'finalized') ? now : undefined;
+    }, 'both finalized');
+    expect(landed.map((r) => Number(r.block_number))).to.deep.equal([height + 1, height + 1]);
+  });
+});

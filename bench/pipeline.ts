@@ -16,10 +16,15 @@ import { chainCapacity } from './lib/chain-floor';
 import { percentile, repeat } from './lib/stats';
 
 /**
- * Registrations end to end, as partners drive them: each of N registrations of 64 KB of audio goes init → PUT →
- * prepare → confirm → `work_registered` webhook, CLIENTS at a time, on a chain building a block every 2 s (as
- * `npm run dev`), one web process and one worker process running every queue (the Procfile's lines). The floor
- * is the chain's: the blocks its weight and length limits need for N such calls, times the block time.
+ * Registrations end to end, as partners drive them: N registrations of 64 KB of audio, CLIENTS at a time, on a
+ * chain building a block every 2 s (as `npm run dev`), the web and one worker process per queue (the Procfile's
+ * lines). First every registration goes init → PUT → prepare, then every one is confirmed, and each is followed
+ * to its `work_registered` webhook. The two phases are apart because the local chain (chopsticks) executes
+ * every prepare's dry run and fee query on the same single thread that builds its blocks: a node serves those
+ * from RPC threads and keeps its block time, and confirm → webhook is meant to measure the service's pipeline
+ * against that block time, not the local chain's backlog of dry runs. The block interval the chain kept while
+ * the confirms were carried is reported beside it. The floor is the chain's: the blocks its weight and length
+ * limits need for N such calls, times the block time.
  */
 const BLOCK_MS = 2000;
 const CLIENTS = 100;
@@ -67,22 +72,31 @@ benchMain(async (options) => {
       const failures: string[] = [];
       const cpuBefore = await cpuOfParts(context, web.pid, workers);
       const started = Date.now();
-      let next = 0;
-      const drive = async () => {
-        for (let i = next++; i < count; i = next++) {
-          const key = keys[i % keys.length]!;
-          try {
-            confirmedAt.set(...(await registerOne(web.url, key.token)));
-          } catch (err) {
-            failures.push((err as Error).message);
+      /** Runs `one` for every registration, `clients` at a time. */
+      const drive = async <T>(one: (i: number) => Promise<T>): Promise<T[]> => {
+        const out: T[] = [];
+        let next = 0;
+        const client = async () => {
+          for (let i = next++; i < count; i = next++) {
+            try {
+              out[i] = await one(i);
+            } catch (err) {
+              failures.push((err as Error).message);
+            }
           }
-        }
+        };
+        await Promise.all(Array.from({ length: clients }, client));
+        if (failures.length) throw new Error(`${failures.length} registrations failed, e.g. ${failures[0]}`);
+        return out;
       };
       const expected = receiver.received.length + count;
-      await Promise.all(Array.from({ length: clients }, drive));
-      if (failures.length) throw new Error(`${failures.length} registrations failed before confirm, e.g. ${failures[0]}`);
+      const jobs = await drive((i) => quoteOne(web.url, keys[i % keys.length]!.token));
+      const quotedAt = Date.now();
+      const blocks = await blockTimes(context, 'testnet');
+      for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);
+      const intervals = blocks.stop();
       const ids = [...confirmedAt.keys()];
       const finished = Math.max(...ids.map((id) => webhookAt.get(id)!));
       const firstConfirm = Math.min(...confirmedAt.values());
@@ -103,17 +117,22 @@ benchMain(async (options) => {
           .map(([part, ms]) => `${part} ${ms.toFixed(1)}`)
           .join(', ')}`,
       );
-      const phases = await phaseTimes(context, ids, webhookAt);
+      const phases = await phaseTimes(context, ids, confirmedAt, webhookAt);
       say(
         `  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases)
           .map(([name, ms]) => `${name} ${ms.p50} / ${ms.p95}`)
           .join(', ')}`,
       );
+      say(
+        `  block intervals while the confirms were carried (ms): ${intervals.join(', ')} (asked: ${BLOCK_MS}); quotes took ${((quotedAt - started) / 1000).toFixed(1)} s`,
+      );
       const sample = {
         totalMs: finished - started,
         chainMs: finished - firstConfirm,
         drainMs: finished - lastConfirm,
-        quoteMs: lastConfirm - started,
+        quoteMs: quotedAt - started,
+        confirmMs: lastConfirm - firstConfirm,
+        blockIntervalMs: intervals.length ? intervals.reduce((a, b) => a + b, 0) / intervals.length : BLOCK_MS,
         p50: percentile(latencies, 50),
         p95: percentile(latencies, 95),
         blocks: used.blocks as number,
@@ -152,7 +171,15 @@ benchMain(async (options) => {
       runs: samples.map((s) => (1000 * count) / s.totalMs),
       floor: { label: 'chain limit', runs: samples.map(() => (1000 * count) / floorMs) },
     });
-    report.add({ id: 'quote_phase_s', label: 'first init to last confirm', unit: 's', runs: samples.map((s) => s.quoteMs / 1000) });
+    report.add({ id: 'quote_phase_s', label: 'first init to last quote', unit: 's', runs: samples.map((s) => s.quoteMs / 1000) });
+    report.add({ id: 'confirm_phase_s', label: 'first confirm to last confirm', unit: 's', runs: samples.map((s) => s.confirmMs / 1000) });
+    report.add({
+      id: 'block_interval_ms',
+      label: 'block interval while the confirms were carried (mean)',
+      unit: 'ms',
+      runs: samples.map((s) => Math.round(s.blockIntervalMs)),
+      floor: { label: 'asked of the chain', runs: samples.map(() => BLOCK_MS) },
+    });
     report.add({
       id: 'chain_phase_s',
       label: 'first confirm to last webhook',
@@ -182,7 +209,7 @@ benchMain(async (options) => {
       unit: 'ms',
       runs: samples.map((s) => s.p95),
       floor: { label: 'one block', runs: samples.map(() => BLOCK_MS) },
-      target: { text: `≤ 3 blocks (${(3 * BLOCK_MS) / 1000} s)`, met: (v) => v <= 3 * BLOCK_MS },
+      target: { text: `≤ 2 blocks (${(2 * BLOCK_MS) / 1000} s)`, met: (v) => v <= 2 * BLOCK_MS },
     });
     const parts = Object.keys(samples[0]!.cpu);
     for (const part of parts) {
@@ -211,13 +238,13 @@ benchMain(async (options) => {
 });
 
 /**
- * Each stretch from confirm to webhook, from the transactions' steps (a step's time is when it ended) and their
- * chain jobs: until a chain job took it (its latest start, were it retried),
- * until it had recorded its first steps, until its call was in a signed batch, until that batch was in a block,
- * until finality was recorded, until the webhook arrived.
+ * Each stretch from confirm to webhook, from the confirm's answer, the chain jobs and the transactions' steps (a
+ * step's time is when it ended): until a chain job took it (its latest start, were it retried), until it had
+ * recorded its first steps, until its call was in a signed batch, until that batch was in a block, until
+ * finality was recorded, until the webhook arrived.
  */
-async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<string, number>) {
-  const rows = await context.db('transactions').whereIn('id', ids).select('id', 'created_at', 'steps');
+async function phaseTimes(context: Resources, ids: string[], confirmedAt: Map<string, number>, webhookAt: Map<string, number>) {
+  const rows = await context.db('transactions').whereIn('id', ids).select('id', 'steps');
   const taken = new Map<string, number>();
   for (const id of ids) {
     const job = await context.queues.chain.getJob(id);
@@ -226,9 +253,10 @@ async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<stri
   const stretches: Record<string, number[]> = { queued: [], steps: [], batched: [], in_block: [], finalized: [], webhook: [] };
   for (const row of rows) {
     const at = (name: string) => Date.parse((row.steps as { name: string; at: string }[]).find((step) => step.name === name)!.at);
+    const confirmed = confirmedAt.get(row.id)!;
     const marks = [
-      Date.parse(row.created_at),
-      taken.get(row.id) ?? Date.parse(row.created_at),
+      confirmed,
+      Math.max(confirmed, taken.get(row.id) ?? confirmed),
       at('preparing_transaction'),
       at('signing'),
       at('submitting'),
@@ -242,24 +270,43 @@ async function phaseTimes(context: Resources, ids: string[], webhookAt: Map<stri
   );
 }
 
-/** init → PUT → prepare → confirm; resolves with the transaction id and when confirm answered. */
-async function registerOne(base: string, token: string): Promise<[string, number]> {
-  const post = async (path: string, body: unknown, status = 200) => {
-    const res = await fetch(base + path, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, any>;
-    if (res.status !== status) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`);
-    return json;
+/** When each new block arrived, from now until `stop`, which gives the intervals between them. */
+async function blockTimes(context: Resources, network: 'testnet') {
+  const api = (await context.chains.api(network)) as any;
+  const arrivals: number[] = [];
+  const unsubscribe: () => void = await api.rpc.chain.subscribeNewHeads(() => arrivals.push(Date.now()));
+  return {
+    stop(): number[] {
+      unsubscribe();
+      return arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+    },
   };
-  const init = await post('/v1/works/init', initBody());
+}
+
+/** init → PUT → prepare; resolves with the job id. */
+async function quoteOne(base: string, token: string): Promise<string> {
+  const init = await post(base, token, '/v1/works/init', initBody());
   const put = await fetch(init.upload_url, { method: 'PUT', body: randomBytes(64 * 1024) as unknown as BodyInit });
   if (put.status !== 200) throw new Error(`upload: ${put.status}`);
-  await post('/v1/works/prepare', { job_id: init.job_id });
-  const confirm = await post('/v1/works/confirm', { job_id: init.job_id }, 202);
+  await post(base, token, '/v1/works/prepare', { job_id: init.job_id });
+  return init.job_id as string;
+}
+
+/** Confirms a quoted job; resolves with the transaction id and when confirm answered. */
+async function confirmOne(base: string, token: string, jobId: string): Promise<[string, number]> {
+  const confirm = await post(base, token, '/v1/works/confirm', { job_id: jobId }, 202);
   return [confirm.transaction_id as string, Date.now()];
+}
+
+async function post(base: string, token: string, path: string, body: unknown, status = 200): Promise<Record<string, any>> {
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, any>;
+  if (res.status !== status) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`);
+  return json;
 }
 
 type Parts = Record<string, number>;

@@ -106,7 +106,8 @@ if ARGV[7] ~= '' and status == 'active' and took ~= 0 and string.find(',' .. sco
   for _ = 1, tonumber(ARGV[8]) do
     local command = {}
     for a = 1, tonumber(ARGV[i]) do
-      command[a] = string.gsub(ARGV[i + a], '\\1([ok])', mine)
+      local arg = ARGV[i + a]
+      command[a] = string.find(arg, '\\1', 1, true) and string.gsub(arg, '\\1([ok])', mine) or arg
     end
     i = i + tonumber(ARGV[i]) + 1
     redis.call(unpack(command))

@@ -14,7 +14,14 @@ export function createRedis(url: string, profile: 'web' | 'worker', name: string
   };
   const options: RedisOptions =
     profile === 'web'
-      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout: 2000 }
+      ? {
+          ...common,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          connectTimeout: 2000,
+          commandTimeout: 2000,
+          enableAutoPipelining: true,
+        }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
   const client = new Redis(url, options);
   // Connection errors are reported through readiness and per command; an unhandled 'error' event would crash.

@@ -146,9 +146,15 @@ export class JobStore {
     const key = this.key(session.organizationId, session.jobId);
     const { organizationId, apiKeyId, audioKey, ...rest } = session;
     const uploadUntil = String(Date.parse(session.uploadExpiresAt));
+    const fields = {
+      state: 'reserved',
+      session: JSON.stringify(rest),
+      organization_id: organizationId,
+      api_key_id: apiKeyId,
+      audio_key: audioKey,
+    };
     const commands = [
-      ['hset', key, 'state', 'reserved', 'session', JSON.stringify(rest), 'organization_id', organizationId, 'api_key_id', apiKeyId],
-      ['hset', key, 'audio_key', audioKey, 'upload_until', uploadUntil, 'run', '0', 'run_until', '0', 'confirm_until', '0'],
+      ['hset', key, ...Object.entries({ ...fields, upload_until: uploadUntil, run: '0', run_until: '0', confirm_until: '0' }).flat()],
       ['expire', key, String(ttlSeconds)],
     ];
     if (!session.reusedAudio) commands.push(['zadd', this.uploadsKey(), uploadUntil, audioKey]);

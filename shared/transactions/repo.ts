@@ -126,6 +126,25 @@ export async function lockUnbatched(
     .select('id', 'call_hex', 'steps', 'signings');
 }
 
+/**
+ * The items of a batch just signed and stored: submitted, in the submission, each at its index with its own
+ * steps, in one statement.
+ */
+export async function markBatched(
+  trx: Knex.Transaction,
+  submission: { readonly id: string; readonly txHash: string },
+  items: readonly { readonly id: string; readonly steps: readonly Step[] }[],
+): Promise<void> {
+  await trx.raw(
+    `UPDATE transactions AS t
+        SET status = 'submitted', current_step = 'submitting', steps = v.steps, submission_id = ?, batch_index = v.position - 1,
+            tx_hash = ?, signings = t.signings + 1, updated_at = now()
+       FROM unnest(?::uuid[], ?::jsonb[]) WITH ORDINALITY AS v(id, steps, position)
+      WHERE t.id = v.id`,
+    [submission.id, submission.txHash, items.map((i) => i.id), items.map((i) => JSON.stringify(i.steps))],
+  );
+}
+
 /** The items of a batch, locked, in batch order. */
 export async function lockBatchItems(
   trx: Knex.Transaction,

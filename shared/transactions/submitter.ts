@@ -6,7 +6,7 @@ import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected } from '../chain/anchors';
 import { allocateNonces } from '../chain/nonces';
 import { failpoint } from '../failpoints';
-import { hasReadyCall, lockUnbatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch, updateTransaction } from './repo';
+import { hasReadyCall, lockUnbatched, markBatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
 import { insertSubmission, markSubmissionRetracted, signedNonces, signedSubmissions, type SubmissionRow } from './submissions-repo';
 import { recordInclusion, requeue, type Announce } from './batch-results';
 import { withOwnerNonces } from './owner-nonces';
@@ -230,17 +230,11 @@ export class RelayerSubmitter {
         signedAtBlock: signed.signedAtBlock,
         items: items.length,
       });
-      for (const [index, item] of items.entries()) {
-        await updateTransaction(trx, item.id, {
-          status: 'submitted',
-          current_step: 'submitting',
-          steps: enterStep(item.steps, 'submitting'),
-          submission_id: row.id,
-          batch_index: index,
-          tx_hash: signed.hash,
-          signings: Number(item.signings) + 1,
-        });
-      }
+      await markBatched(
+        trx,
+        { id: row.id, txHash: signed.hash },
+        items.map((item) => ({ id: item.id, steps: enterStep(item.steps, 'submitting') })),
+      );
       this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
       return row;
     });

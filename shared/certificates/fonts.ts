@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { create, type Font } from 'fontkit';
 import type PDFDocument from 'pdfkit';
 import { woffToSfnt } from './woff';
-import { withShapingMemo } from './shaped';
+import { withMemos } from './font-memo';
 
 export type Doc = InstanceType<typeof PDFDocument>;
 
@@ -40,7 +40,7 @@ function fonts(): Record<FontName, Font> {
   loaded ??= Object.fromEntries(
     Object.entries(FILES).map(([name, file]) => {
       const bytes = readFileSync(require.resolve(file));
-      return [name, withShapingMemo(create(file.endsWith('.woff') ? woffToSfnt(bytes) : bytes) as Font)];
+      return [name, withMemos(create(file.endsWith('.woff') ? woffToSfnt(bytes) : bytes) as Font)];
     }),
   ) as Record<FontName, Font>;
   return loaded;

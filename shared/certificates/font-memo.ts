@@ -10,11 +10,17 @@ import type { Font, Glyph, GlyphRun } from 'fontkit';
  *   to learn whether the glyph is composite (it copies the glyph's bytes as they are). Static fonts only: a
  *   variable font's decoding depends on its variation settings.
  */
-export function withMemos(font: Font, limit = 20_000): Font {
+/** The longest word remembered (PDFKit shapes word by word). */
+const LONGEST = 32;
+
+export function withMemos(font: Font, limit = 2_000): Font {
   const memo = new Map<string, GlyphRun>();
   const layout = font.layout.bind(font);
   const remembered = (text: string, features?: unknown, ...rest: unknown[]): GlyphRun => {
-    if (typeof text !== 'string' || rest.length) return (layout as (...args: unknown[]) => GlyphRun)(text, features, ...rest);
+    // hashes, addresses and links are long and new in every certificate: remembering them would only churn the memo
+    if (typeof text !== 'string' || text.length > LONGEST || rest.length) {
+      return (layout as (...args: unknown[]) => GlyphRun)(text, features, ...rest);
+    }
     const key = `${JSON.stringify(features ?? null)}\u0000${text}`;
     let run = memo.get(key);
     if (!run) {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { QUEUE_NAMES } from '../shared/config';
 import { createLogger } from '../shared/logger';
 import { openResources, type Resources } from '../shared/resources';
@@ -71,6 +72,7 @@ benchMain(async (options) => {
       const confirmedAt = new Map<string, number>();
       const failures: string[] = [];
       const cpuBefore = await cpuOfParts(context, web.pid, workers);
+      const renderedBefore = await certificatesDone(context);
       const started = Date.now();
       /** Runs `one` for every registration, `clients` at a time. */
       const drive = async <T>(one: (i: number) => Promise<T>): Promise<T[]> => {
@@ -110,8 +112,13 @@ benchMain(async (options) => {
           context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
         );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
-      // certificates are rendered after the webhook; the CPU counted is the registrations' until their last one
-      const cpu = perRegistration(cpuBefore, await cpuOfParts(context, web.pid, workers), count);
+      // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
+      // rendered the last of their certificates (enqueued at finalization, rendered while and after webhooks go out)
+      const cpuAfter = await cpuOfParts(context, web.pid, workers);
+      await certificatesRendered(context, renderedBefore + count);
+      const certificates = workers.find((w) => w.queue === 'certificates')!;
+      cpuAfter.parts[`worker ${certificates.queue}`] = cpuSince(new Map(), [certificates.process.pid]);
+      const cpu = perRegistration(cpuBefore, cpuAfter, count);
       say(
         `  CPU per registration (ms): ${Object.entries(cpu)
           .map(([part, ms]) => `${part} ${ms.toFixed(1)}`)
@@ -310,6 +317,20 @@ async function post(base: string, token: string, path: string, body: unknown, st
 }
 
 type Parts = Record<string, number>;
+
+async function certificatesDone(app: Resources): Promise<number> {
+  const counts = await app.queues.certificates.getJobCounts('completed', 'failed');
+  return counts.completed! + counts.failed!;
+}
+
+/** Until the certificates queue has finished `total` jobs (polled: the bench process is not one of the parts measured). */
+async function certificatesRendered(app: Resources, total: number): Promise<void> {
+  const deadline = Date.now() + 600_000;
+  while ((await certificatesDone(app)) < total) {
+    if (Date.now() > deadline) throw new Error(`certificates not all rendered after 600 s (${await certificatesDone(app)} of ${total})`);
+    await sleep(100);
+  }
+}
 
 /** CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and this process. */
 async function cpuOfParts(

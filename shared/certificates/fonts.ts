@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { create, type Font } from 'fontkit';
 import type PDFDocument from 'pdfkit';
 import { woffToSfnt } from './woff';
+import { withMemos } from './font-memo';
 
 export type Doc = InstanceType<typeof PDFDocument>;
 
@@ -26,21 +28,27 @@ const FILES = {
 export type Face = 'serif' | 'serif-bold' | 'serif-italic';
 export type FontName = keyof typeof FILES;
 
-let loaded: Record<FontName, Buffer> | undefined;
+let loaded: Record<FontName, Font> | undefined;
 
-/** The font files, read (and WOFF unpacked) on first use, then kept for every later document. */
-function fontData(): Record<FontName, Buffer> {
+/**
+ * The fonts, read (WOFF unpacked) and parsed on first use, then shared by every later document: fontkit decodes
+ * a font's tables (glyph shapes, kerning and substitution lookups) lazily and keeps them on the font object, so a
+ * font parsed per document decoded them all again for each certificate (most of its rendering time). Each
+ * document still makes its own subset of the glyphs it uses; a parsed font is only read from.
+ */
+function fonts(): Record<FontName, Font> {
   loaded ??= Object.fromEntries(
     Object.entries(FILES).map(([name, file]) => {
       const bytes = readFileSync(require.resolve(file));
-      return [name, file.endsWith('.woff') ? woffToSfnt(bytes) : bytes];
+      return [name, withMemos(create(file.endsWith('.woff') ? woffToSfnt(bytes) : bytes) as Font)];
     }),
-  ) as Record<FontName, Buffer>;
+  ) as Record<FontName, Font>;
   return loaded;
 }
 
 export function registerFonts(doc: Doc): void {
-  for (const [name, data] of Object.entries(fontData())) doc.registerFont(name, data);
+  // pdfkit takes a fontkit font as a font's source (anything with a layout function)
+  for (const [name, font] of Object.entries(fonts())) doc.registerFont(name, font as unknown as Buffer);
 }
 
 // The unicode-ranges of the two Garamond files (as Fontsource cut them).

@@ -39,6 +39,8 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
     margin: 0,
     autoFirstPage: false,
     bufferPages: true,
+    // no default font: PDFKit would load and parse Helvetica's metrics for every document, and none is drawn in it
+    font: null as unknown as string,
     info: {
       Title: `Certificate of registration: ${data.title} (version ${data.version})`,
       Author: 'works-api',

@@ -3,7 +3,7 @@ import type { Inclusion } from '../chain/anchors';
 import { INVALID_NONCE_ERROR } from '../chain/dialects/ats';
 import { failWithin } from './outcomes';
 import { afterCommit, mergeEffects, type Effects } from './effects';
-import { detachFromBatch, lockBatchItems, updateTransaction } from './repo';
+import { detachFromBatch, lockBatchItems, markInBlock } from './repo';
 import { enterStep } from './steps';
 import { markSubmissionGivenUp, markSubmissionInBlock, type SubmissionRow } from './submissions-repo';
 
@@ -26,18 +26,15 @@ export async function recordInclusion(
     const items = await lockBatchItems(trx, submission.id);
     touched.push(...items.map((i) => i.id));
     const out: Effects[] = [];
+    const ran: Parameters<typeof markInBlock>[2][number][] = [];
     for (const item of items) {
       const outcome = inclusion.items[item.batch_index];
       if (item.status === 'finalized' || item.status === 'failed') continue;
       if (outcome?.status === 'ok') {
-        await updateTransaction(trx, item.id, {
-          status: 'in_block',
-          current_step: 'confirming',
+        ran.push({
+          id: item.id,
           steps: enterStep(item.steps, 'confirming'),
-          block_hash: inclusion.blockHash,
-          block_number: inclusion.blockNumber,
-          extrinsic_index: inclusion.index,
-          ...(outcome.assignment.atsId !== undefined ? { ats_id: outcome.assignment.atsId.toString() } : {}),
+          ...(outcome.assignment.atsId !== undefined ? { atsId: outcome.assignment.atsId.toString() } : {}),
           ...(outcome.assignment.version !== undefined ? { version: outcome.assignment.version } : {}),
         });
       } else if (outcome?.status === 'not_run' || outcome?.error === INVALID_NONCE_ERROR) {
@@ -48,6 +45,7 @@ export async function recordInclusion(
         out.push(await failWithin(trx, app, item.id, 'chain.extrinsic_failed', `The transaction failed on chain: ${error}`));
       }
     }
+    await markInBlock(trx, inclusion, ran);
     return out;
   });
   announce(touched);

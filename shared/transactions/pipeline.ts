@@ -75,17 +75,12 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
   return finalize(app, tx.id);
 }
 
-/** Records entering a step (and any column changes); returns the row as it now stands. */
-async function step(
-  app: TransactionDeps,
-  tx: TransactionRow,
-  name: StepName,
-  extra: { status?: TransactionRow['status'] } & Record<string, unknown> = {},
-): Promise<TransactionRow> {
+/** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */
+async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
-  await updateTransaction(app.db, tx.id, { current_step: name, steps, ...extra });
+  await updateTransaction(app.db, tx.id, { current_step: name, steps });
   await publishTransactionUpdate(app, tx.id);
-  return { ...tx, steps, currentStep: name, status: extra.status ?? tx.status };
+  return { ...tx, steps, currentStep: name };
 }
 
 /**
@@ -116,6 +111,5 @@ async function allocateVersion(app: TransactionDeps, tx: TransactionRow): Promis
 export async function prepareCall(deps: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
   const callHex = await buildOwnerCall(deps, tx);
   // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
-  await setCallOnce(deps.app.db, tx.id, callHex);
-  return (await findTransaction(deps.app.db, tx.id))!;
+  return (await setCallOnce(deps.app.db, tx.id, callHex)) ?? (await findTransaction(deps.app.db, tx.id))!;
 }

@@ -1,70 +1,9 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
-import type { AnchorPayload } from './anchor';
-import type { Step, StepName, TransactionStatus } from './steps';
+import type { Step, TransactionStatus } from './steps';
+import { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
 
-export interface TransactionRow {
-  readonly id: string;
-  readonly organizationId: string;
-  readonly apiKeyId: string;
-  readonly network: Network;
-  readonly type: 'register' | 'add_version';
-  readonly status: TransactionStatus;
-  readonly currentStep: StepName;
-  readonly steps: Step[];
-  readonly anchor: AnchorPayload;
-  readonly priceCredits: number;
-  readonly atsId: number | null;
-  readonly version: number | null;
-  readonly workId: string | null;
-  readonly externalUserRef: string | null;
-  /** This transaction's own call (owner signature inside), set before any batch carries it. */
-  readonly callHex: string | null;
-  /** The relayer extrinsic (batch) that carries the call, and the call's place in it. */
-  readonly submissionId: string | null;
-  readonly batchIndex: number | null;
-  readonly txHash: string | null;
-  /** How many relayer extrinsics have carried the call (an expired one is replaced once). */
-  readonly signings: number;
-  readonly blockHash: string | null;
-  readonly blockNumber: number | null;
-  readonly extrinsicIndex: number | null;
-  readonly result: Record<string, unknown> | null;
-  readonly finalizedAt: Date | null;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
-}
-
-const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-
-export const toTransaction = (r: Record<string, any>): TransactionRow => ({
-  id: r.id,
-  organizationId: r.organization_id,
-  apiKeyId: r.api_key_id,
-  network: r.network,
-  type: r.type,
-  status: r.status,
-  currentStep: r.current_step,
-  steps: r.steps,
-  anchor: r.anchor,
-  priceCredits: Number(r.price_credits),
-  atsId: num(r.ats_id),
-  version: num(r.version),
-  workId: r.work_id,
-  externalUserRef: r.external_user_ref,
-  callHex: r.call_hex,
-  submissionId: r.submission_id,
-  batchIndex: num(r.batch_index),
-  txHash: r.tx_hash,
-  signings: Number(r.signings ?? 0),
-  blockHash: r.block_hash,
-  blockNumber: num(r.block_number),
-  extrinsicIndex: num(r.extrinsic_index),
-  result: r.result,
-  finalizedAt: r.finalized_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
+export { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
 
 export async function findTransaction(
   db: Knex | Knex.Transaction,
@@ -145,6 +84,32 @@ export async function markBatched(
   );
 }
 
+/** The items of a batch that ran in its block: in block, each with its own steps and what the chain assigned it. */
+export async function markInBlock(
+  trx: Knex.Transaction,
+  block: { readonly blockHash: string; readonly blockNumber: number; readonly index: number },
+  items: readonly { readonly id: string; readonly steps: readonly Step[]; readonly atsId?: string; readonly version?: number }[],
+): Promise<void> {
+  if (!items.length) return;
+  await trx.raw(
+    `UPDATE transactions AS t
+        SET status = 'in_block', current_step = 'confirming', steps = v.steps, block_hash = ?, block_number = ?, extrinsic_index = ?,
+            ats_id = coalesce(v.ats_id, t.ats_id), version = coalesce(v.version, t.version), updated_at = now()
+       FROM unnest(?::uuid[], ?::jsonb[], ?::bigint[], ?::int[]) AS v(id, steps, ats_id, version)
+      WHERE t.id = v.id`,
+    [
+      block.blockHash,
+      block.blockNumber,
+      block.index,
+      items.map((i) => i.id),
+      items.map((i) => JSON.stringify(i.steps)),
+      // arrays with nulls (no assignment): pg sends them as such, knex's binding type does not list them
+      items.map((i) => i.atsId ?? null) as unknown as string[],
+      items.map((i) => i.version ?? null) as unknown as number[],
+    ],
+  );
+}
+
 /** The items of a batch, locked, in batch order. */
 export async function lockBatchItems(
   trx: Knex.Transaction,
@@ -198,8 +163,10 @@ export async function setOwnerCall(db: Db, id: string, callHex: string, ownerNon
 }
 
 /** Keeps the first call built for the transaction only. */
-export async function setCallOnce(db: Db, id: string, callHex: string): Promise<void> {
-  await db('transactions').where({ id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: db.fn.now() });
+/** The row with its call set, or nothing when a call was already kept (a concurrent rerun's). */
+export async function setCallOnce(db: Db, id: string, callHex: string): Promise<TransactionRow | undefined> {
+  const [row] = await db('transactions').where({ id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: db.fn.now() }, '*');
+  return row ? toTransaction(row) : undefined;
 }
 
 /** Whether a version write of the work confirmed before this one has not ended yet. */
@@ -236,22 +203,6 @@ export async function restartUnfinished(db: Db, network: Network): Promise<numbe
     })
     .returning('id');
   return ids.length;
-}
-
-/** A new pending transaction's row. */
-export interface NewTransactionRow {
-  readonly id: string;
-  readonly jobId: string;
-  readonly organizationId: string;
-  readonly apiKeyId: string;
-  readonly network: Network;
-  readonly type: TransactionRow['type'];
-  readonly steps: Step[];
-  readonly anchor: AnchorPayload;
-  readonly priceCredits: number;
-  readonly atsId: number | null;
-  readonly workId: string | null;
-  readonly externalUserRef: string | null;
 }
 
 export async function insertTransaction(trx: Knex.Transaction, row: NewTransactionRow): Promise<void> {

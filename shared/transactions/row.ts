@@ -1,0 +1,84 @@
+import type { Network } from '../config';
+import type { AnchorPayload } from './anchor';
+import type { Step, StepName, TransactionStatus } from './steps';
+
+/* A transaction as the code sees it, and the mapping from its row (the SQL is repo.ts's). */
+
+export interface TransactionRow {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly apiKeyId: string;
+  readonly network: Network;
+  readonly type: 'register' | 'add_version';
+  readonly status: TransactionStatus;
+  readonly currentStep: StepName;
+  readonly steps: Step[];
+  readonly anchor: AnchorPayload;
+  readonly priceCredits: number;
+  readonly atsId: number | null;
+  readonly version: number | null;
+  readonly workId: string | null;
+  readonly externalUserRef: string | null;
+  /** This transaction's own call (owner signature inside), set before any batch carries it. */
+  readonly callHex: string | null;
+  /** The relayer extrinsic (batch) that carries the call, and the call's place in it. */
+  readonly submissionId: string | null;
+  readonly batchIndex: number | null;
+  readonly txHash: string | null;
+  /** How many relayer extrinsics have carried the call (an expired one is replaced once). */
+  readonly signings: number;
+  readonly blockHash: string | null;
+  readonly blockNumber: number | null;
+  readonly extrinsicIndex: number | null;
+  readonly result: Record<string, unknown> | null;
+  readonly finalizedAt: Date | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+export const toTransaction = (r: Record<string, any>): TransactionRow => ({
+  id: r.id,
+  organizationId: r.organization_id,
+  apiKeyId: r.api_key_id,
+  network: r.network,
+  type: r.type,
+  status: r.status,
+  currentStep: r.current_step,
+  steps: r.steps,
+  anchor: r.anchor,
+  priceCredits: Number(r.price_credits),
+  atsId: num(r.ats_id),
+  version: num(r.version),
+  workId: r.work_id,
+  externalUserRef: r.external_user_ref,
+  callHex: r.call_hex,
+  submissionId: r.submission_id,
+  batchIndex: num(r.batch_index),
+  txHash: r.tx_hash,
+  signings: Number(r.signings ?? 0),
+  blockHash: r.block_hash,
+  blockNumber: num(r.block_number),
+  extrinsicIndex: num(r.extrinsic_index),
+  result: r.result,
+  finalizedAt: r.finalized_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** A new pending transaction's row. */
+export interface NewTransactionRow {
+  readonly id: string;
+  readonly jobId: string;
+  readonly organizationId: string;
+  readonly apiKeyId: string;
+  readonly network: Network;
+  readonly type: TransactionRow['type'];
+  readonly steps: Step[];
+  readonly anchor: AnchorPayload;
+  readonly priceCredits: number;
+  readonly atsId: number | null;
+  readonly workId: string | null;
+  readonly externalUserRef: string | null;
+}

@@ -73,8 +73,12 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
   if (needs.has('db')) opened.db = createDb(config.database);
   // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
   if (needs.has('redis')) opened.redis = createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
-  // producers share that connection: the web enqueues through its fail-fast one too
-  if (needs.has('queues')) opened.queues = createQueues(opened.redis!, config.redis.prefix);
+  // producers have a connection of their own, of the same kind (the web enqueues fail-fast too): BullMQ defines
+  // dozens of scripts on it, which every pipeline of that connection (auto-pipelining's included) copies
+  const producers = needs.has('queues')
+    ? createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`)
+    : undefined;
+  if (producers) opened.queues = createQueues(producers, config.redis.prefix);
   if (needs.has('storage')) opened.storage = createStorage(config.s3);
   if (needs.has('chains')) opened.chains = new ChainConnections(config.chains);
   if (needs.has('box')) opened.box = new SecretBox(config.secrets.key);
@@ -103,7 +107,8 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
       }
       if (queues) await closeQueues(queues).catch(() => undefined);
       // quit() fails when the server is gone; disconnect() also stops the reconnect timer.
-      await Promise.allSettled([redis?.quit().finally(() => redis.disconnect()), db?.destroy(), chains?.close()]);
+      const quit = (connection: Redis | undefined) => connection?.quit().finally(() => connection.disconnect());
+      await Promise.allSettled([quit(redis), quit(producers), db?.destroy(), chains?.close()]);
       storage?.client.destroy();
     },
   };

@@ -43,8 +43,11 @@ export async function publishTransactionUpdates(app: UpdateDeps, transactionIds:
   try {
     const views = await loadTransactionViews(app.db, transactionIds);
     const channel = transactionUpdatesChannel(app.config.redis.prefix);
+    const message = (transaction: TransactionView) => JSON.stringify({ transaction } satisfies TransactionUpdateMessage);
+    // one update (a confirm, a job's step) needs no pipeline, whose making copies every script of the connection
+    if (views.length === 1) return void (await app.redis.publish(channel, message(views[0]!)));
     const pipeline = app.redis.pipeline();
-    for (const transaction of views) pipeline.publish(channel, JSON.stringify({ transaction } satisfies TransactionUpdateMessage));
+    for (const transaction of views) pipeline.publish(channel, message(transaction));
     const results = await pipeline.exec();
     const failed = results?.find(([err]) => err)?.[0];
     if (failed) throw failed;

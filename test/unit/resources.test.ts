@@ -67,6 +67,8 @@ describe('after-commit effects, with the handles a test gives', () => {
           ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })),
       }),
       redis: {
+        // one update is published alone, several through a pipeline
+        publish: async (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
         pipeline: () => ({
           publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
           exec: async () => [],

@@ -16,7 +16,7 @@ import { DeliveryRepo } from '../../shared/webhooks/repo';
 export const webhooksProcessor = (app: Resources): Processor<JobData['webhooks']> => {
   const using: AttemptDeps = {
     repo: new DeliveryRepo(app.db),
-    connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs }),
+    connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs, maxInFlight: app.config.webhooks.concurrency }),
   };
   return (job) => deliver(app, using, job);
 };

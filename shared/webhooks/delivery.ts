@@ -68,11 +68,14 @@ export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, pla
   const result: Result =
     'refusal' in vetted
       ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
-      : await post(vetted.destination, signedRequest(app, delivery), {
-          deadline: started + webhooks.timeoutMs,
-          timeoutMs: webhooks.timeoutMs,
-          agent: using.connections.agentFor(vetted.destination),
-        });
+      : await using.connections.exclusive(() =>
+          post(vetted.destination, signedRequest(app, delivery), {
+            // from the moment it may send: a wait for a free slot does not eat into the receiver's time
+            deadline: Date.now() + webhooks.timeoutMs,
+            timeoutMs: webhooks.timeoutMs,
+            agent: using.connections.agentFor(vetted.destination),
+          }),
+        );
   const decision = decide(result, plan, webhooks.retrySchedule);
   const attempt = await using.repo.record({
     delivery,

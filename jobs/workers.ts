@@ -21,12 +21,19 @@ export interface RunningWorkers {
 }
 
 /**
+ * Delivery jobs held per POST in flight: a job spends part of its run loading its delivery, recording its
+ * attempt and moving on in Redis; with twice the jobs, those of one half do that while the other half POST
+ * (the POSTs themselves stay at WEBHOOK_CONCURRENCY, connections.ts), and the statements batch more of them.
+ */
+const DELIVERY_JOBS_PER_POST = 2;
+
+/**
  * Jobs in flight per worker process: deliveries mostly wait on partners' endpoints (WEBHOOK_CONCURRENCY); chain
  * and prepare jobs mostly wait on the chain (their queue's own figure); the rest are capped by WORKER_CONCURRENCY.
  */
 function concurrencyOf(ctx: Resources, name: QueueName): number {
   const { concurrency, waits } = QUEUE_DEFINITIONS[name];
-  if (name === 'webhooks') return ctx.config.webhooks.concurrency;
+  if (name === 'webhooks') return ctx.config.webhooks.concurrency * DELIVERY_JOBS_PER_POST;
   return waits ? concurrency : Math.min(concurrency, ctx.config.workers.concurrency * 4);
 }
 

@@ -2,44 +2,55 @@ import { UnrecoverableError, type Processor } from 'bullmq';
 import type { Resources } from '../../shared/resources';
 import { attemptDelivery, type AttemptDeps } from '../../shared/webhooks/delivery';
 import { reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
-import { enqueueDeadLetter, type JobData, type JobOf } from '../../shared/queue/jobs';
+import { enqueueDeadLetter, enqueueRetries, type JobData, type JobOf } from '../../shared/queue/jobs';
 import { RetryDelivery } from '../../shared/webhooks/retry-policy';
 import { DeliveryConnections } from '../../shared/webhooks/connections';
-import { DeliveryRepo } from '../../shared/webhooks/repo';
+import { claimDelivery, DeliveryRepo } from '../../shared/webhooks/repo';
 
 /**
  * One attempt per job run. A retryable outcome throws RetryDelivery and BullMQ waits the delay it carries;
  * a permanent failure or the last run marks the delivery dead (with the attempt, in one statement) and
- * puts it in the `webhooks-dead` queue. The process's deliveries share kept-alive connections (connections.ts)
- * and batched statements (repo.ts).
+ * puts it in the `webhooks-dead` queue. A `deliver-batch` job (webhooks/enqueue.ts) makes the first attempt
+ * of each of its deliveries, side by side, and hands each that needs more to a job of its own. The process's
+ * deliveries share kept-alive connections (connections.ts) and batched statements (repo.ts).
  */
 export const webhooksProcessor = (app: Resources): Processor<JobData['webhooks']> => {
   const using: AttemptDeps = {
     repo: new DeliveryRepo(app.db),
-    connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs }),
+    connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs, maxInFlight: app.config.webhooks.concurrency }),
   };
-  return (job) => deliver(app, using, job);
+  return (job) => ('deliveryIds' in job.data ? deliverBatch(app, using, job, job.data.deliveryIds) : deliver(app, using, job, job.data));
 };
 
-async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'>) {
-  const deliveryId = job.data.deliveryId;
+type Loaded = { delivery: NonNullable<Awaited<ReturnType<DeliveryRepo['load']>>> } | { skipped: string };
+
+/** The delivery, if this job is the one to attempt it now. */
+async function loadFor(using: AttemptDeps, job: JobOf<'webhooks'>, deliveryId: string): Promise<Loaded> {
   const delivery = await using.repo.load(deliveryId);
   if (!delivery) return { skipped: 'unknown delivery' };
   if (delivery.status === 'delivered') return { skipped: 'already delivered' };
-  if (delivery.status === 'dead') {
+  if (delivery.status === 'dead') return { skipped: 'dead' };
+  const current = delivery.currentJobId ?? delivery.id;
+  if (job.id !== current) return { skipped: `superseded by job ${current}` };
+  return { delivery };
+}
+
+async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'>, data: { deliveryId: string; retriesMade?: number }) {
+  const { deliveryId } = data;
+  const loaded = await loadFor(using, job, deliveryId);
+  if ('skipped' in loaded) {
     // Only an operator runs a finished job again (Bull Board's retry): the same as retrying the dead letter.
     // (A worker lost between marking the delivery dead and failing the job would also land here, once the
     // job stalls: the delivery is then sent again, which receivers absorb by its delivery id.)
-    return { requeued_as: await reviveDeadDelivery({ db: app.db, queues: app.queues, webhooks: app.config.webhooks }, deliveryId) };
+    if (loaded.skipped === 'dead')
+      return { requeued_as: await reviveDeadDelivery({ db: app.db, queues: app.queues, webhooks: app.config.webhooks }, deliveryId) };
+    return loaded;
   }
-  const current = delivery.currentJobId ?? delivery.id;
-  if (job.id !== current) return { skipped: `superseded by job ${current}` };
-
   const decision = await attemptDelivery(
     app,
-    delivery,
+    loaded.delivery,
     {
-      retryIndex: job.attemptsMade,
+      retryIndex: job.attemptsMade + (data.retriesMade ?? 0),
       final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
     },
     using,
@@ -54,11 +65,56 @@ async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'
       );
     case 'dead': {
       // Never let this job run again on its own: a rerun of a dead delivery's job counts as an operator's retry.
-      const parked = await enqueueDeadLetter(app.queues, deliveryId).then(
-        () => 'dead-lettered to webhooks-dead',
-        (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,
-      );
-      throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${parked}`);
+      throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, deliveryId)}`);
     }
   }
+}
+
+/**
+ * The first attempts of a batch, each on its own: what one delivery meets (an answer, an error of ours) never
+ * touches another's. The job completes with each delivery's outcome (Bull Board shows it); a delivery to
+ * retry gets a job of its own, delayed by its first wait, with the rest of the schedule.
+ */
+async function deliverBatch(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'>, deliveryIds: readonly string[]) {
+  const final = app.config.webhooks.retrySchedule.length === 0;
+  const outcomes = await Promise.all(
+    deliveryIds.map(async (deliveryId): Promise<[string, string]> => {
+      try {
+        const loaded = await loadFor(using, job, deliveryId);
+        if ('skipped' in loaded) return [deliveryId, `skipped: ${loaded.skipped}`];
+        const decision = await attemptDelivery(app, loaded.delivery, { retryIndex: 0, final }, using);
+        if (decision.kind === 'delivered') return [deliveryId, `delivered (attempt ${decision.attempt}, HTTP ${decision.statusCode})`];
+        if (decision.kind === 'dead')
+          return [deliveryId, `attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, deliveryId)}`];
+        return [
+          deliveryId,
+          `attempt ${decision.attempt} failed (${decision.reason}); ${await handOn(app, job, deliveryId, decision.delayMs)}`,
+        ];
+      } catch (err) {
+        // no attempt was recorded (our side failed): the delivery's own job makes it after the first wait
+        const delayMs = (app.config.webhooks.retrySchedule[0] ?? 1) * 1000;
+        return [deliveryId, `not attempted (${(err as Error).message}); ${await handOn(app, job, deliveryId, delayMs, 0)}`];
+      }
+    }),
+  );
+  return Object.fromEntries(outcomes);
+}
+
+/** The delivery's next attempts to a job of its own, made its current job first; the reconciler's if that fails. */
+async function handOn(app: Resources, job: JobOf<'webhooks'>, deliveryId: string, delayMs: number, retriesMade = 1): Promise<string> {
+  const jobId = `${deliveryId}-next-${Date.now().toString(36)}`;
+  try {
+    if (!(await claimDelivery(app.db, deliveryId, job.id ?? null, jobId))) return 'moved on meanwhile';
+    await enqueueRetries(app.queues, app.config.webhooks.retrySchedule, deliveryId, jobId, delayMs, retriesMade);
+    return `next in ${delayMs / 1000} s as job ${jobId}`;
+  } catch (err) {
+    return `not handed on (${(err as Error).message}); the reconciler re-enqueues it`;
+  }
+}
+
+async function deadLetter(app: Resources, deliveryId: string): Promise<string> {
+  return enqueueDeadLetter(app.queues, deliveryId).then(
+    () => 'dead-lettered to webhooks-dead',
+    (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,
+  );
 }

@@ -6,7 +6,11 @@ import { deliveryAttempts } from '../webhooks/retry-policy';
 export interface JobData {
   readonly prepare: { readonly organizationId: string; readonly jobId: string; readonly run: number };
   readonly chain: { readonly transactionId: string };
-  readonly webhooks: { readonly deliveryId: string };
+  /**
+   * One delivery (`retriesMade`: retries of the schedule already behind it, when it follows a batch's first
+   * attempt), or the first attempts of several deliveries to one destination (webhooks/enqueue.ts).
+   */
+  readonly webhooks: { readonly deliveryId: string; readonly retriesMade?: number } | { readonly deliveryIds: readonly string[] };
   /** `parked` once its first run has put it in `failed`, where it waits for an operator's retry. */
   readonly 'webhooks-dead': { readonly deliveryId: string; readonly parked?: boolean };
   /** Housekeeping jobs are told apart by name. */
@@ -64,6 +68,43 @@ export function deliveryJobOptions(schedule: readonly number[], jobId: string): 
 
 export async function enqueueDelivery(queues: Queues, schedule: readonly number[], deliveryId: string, jobId = deliveryId): Promise<void> {
   await queues.webhooks.add('deliver', { deliveryId }, deliveryJobOptions(schedule, jobId));
+}
+
+/**
+ * Deliveries' first attempts, in one round trip: single ones as `deliver` jobs (job id = delivery id), groups as
+ * one `deliver-batch` job each (its id already recorded as those deliveries' current job).
+ */
+export async function enqueueFirstAttempts(
+  queues: Queues,
+  schedule: readonly number[],
+  jobs: readonly ({ readonly deliveryId: string } | { readonly jobId: string; readonly deliveryIds: readonly string[] })[],
+): Promise<void> {
+  if (jobs.length === 0) return;
+  await queues.webhooks.addBulk(
+    jobs.map((j) =>
+      'deliveryId' in j
+        ? { name: 'deliver', data: { deliveryId: j.deliveryId }, opts: deliveryJobOptions(schedule, j.deliveryId) }
+        : // a batch job runs once: a delivery that needs another attempt gets a job of its own (the worker's)
+          { name: 'deliver-batch', data: { deliveryIds: j.deliveryIds }, opts: { jobId: j.jobId, attempts: 1 } },
+    ),
+  );
+}
+
+/**
+ * A delivery's attempts after a batch's first one (`retriesMade` 1: the rest of the schedule), or instead of
+ * it when the batch could not make it (0: the whole schedule), after `delayMs`. The job id is recorded as the
+ * delivery's current job before this is called.
+ */
+export async function enqueueRetries(
+  queues: Queues,
+  schedule: readonly number[],
+  deliveryId: string,
+  jobId: string,
+  delayMs: number,
+  retriesMade: number,
+): Promise<void> {
+  const attempts = Math.max(1, deliveryAttempts(schedule) - retriesMade);
+  await queues.webhooks.add('deliver', { deliveryId, retriesMade }, { jobId, attempts, backoff: { type: 'schedule' }, delay: delayMs });
 }
 
 /** A dead letter (job id = delivery id: one per delivery), shown in Bull Board until retried. */

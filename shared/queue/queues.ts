@@ -48,7 +48,8 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     waits: true,
   },
   webhooks: {
-    description: 'Deliver signed events to partner webhook URLs',
+    description:
+      'Deliver signed events to partner webhook URLs: deliver (one delivery), deliver-batch (first attempts of deliveries to one URL, each outcome in its result)',
     defaultJobOptions: { attempts: 1, ...keep },
     concurrency: 32,
     maxStalledCount: 'schedule',

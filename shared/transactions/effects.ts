@@ -1,5 +1,6 @@
 import type { Queues } from '../queue/jobs';
-import { enqueueCertificate, enqueueDelivery } from '../queue/jobs';
+import { enqueueCertificate } from '../queue/jobs';
+import { enqueueDeliveries } from '../webhooks/enqueue';
 import type { Config } from '../config';
 import { publishTransactionUpdates, type UpdateDeps } from './updates';
 
@@ -33,12 +34,13 @@ export interface EffectDeps extends UpdateDeps {
 }
 
 /**
- * Carries out committed effects. A delivery that cannot be enqueued throws (the reconciler would find it, but
+ * Carries out committed effects (the deliveries of several outcomes to one URL share their first attempts' job:
+ * webhooks/enqueue.ts). A delivery that cannot be enqueued throws (the reconciler would find it, but
  * the caller's job is better retried now); a publish or a certificate only logs: the change is durable, a
  * lost frame costs a live client one update, and a missing certificate is rendered on first download.
  */
 export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void> {
-  for (const deliveryId of done.deliveries) await enqueueDelivery(deps.queues, deps.config.webhooks.retrySchedule, deliveryId);
+  await enqueueDeliveries(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
   for (const { workId, version } of done.certificates) {
     await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>

@@ -5,6 +5,11 @@ import { pinnedLookup, type VettedDestination } from './destination';
 export interface DeliveryConnectionsOptions {
   /** WEBHOOK_KEEP_ALIVE_MS: how long an idle connection is kept for the next delivery; 0 = a fresh one each time. */
   readonly keepAliveMs: number;
+  /**
+   * WEBHOOK_CONCURRENCY: POSTs in flight at once in the process, whatever the number of jobs it holds (the
+   * worker takes more jobs than this, so that some load and record while these POST); unlimited if absent.
+   */
+  readonly maxInFlight?: number;
 }
 
 /**
@@ -18,6 +23,8 @@ export interface DeliveryConnectionsOptions {
 export class DeliveryConnections {
   private readonly agents = new Map<string, http.Agent>();
   private sweptAt = Date.now();
+  private inFlight = 0;
+  private readonly queued: (() => void)[] = [];
 
   constructor(private readonly options: DeliveryConnectionsOptions) {}
 
@@ -38,6 +45,23 @@ export class DeliveryConnections {
       this.agents.set(key, agent);
     }
     return agent;
+  }
+
+  /**
+   * Runs one exchange (a POST and its at-once resend) when fewer than `maxInFlight` are under way, else when
+   * one ends, first come first served. (A counter and a queue: p-limit, the usual library, is ESM-only.)
+   */
+  async exclusive<T>(exchange: () => Promise<T>): Promise<T> {
+    if (this.inFlight >= (this.options.maxInFlight ?? Infinity)) await new Promise<void>((resolve) => this.queued.push(resolve));
+    else this.inFlight += 1;
+    try {
+      return await exchange();
+    } finally {
+      // the slot passes straight to the next in line, so inFlight counts it still
+      const next = this.queued.shift();
+      if (next) next();
+      else this.inFlight -= 1;
+    }
   }
 
   /** Agents currently held (idle ones are dropped as deliveries come). */

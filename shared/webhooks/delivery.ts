@@ -65,13 +65,19 @@ export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, pla
     (err: Error) => ({ refusal: err }),
   );
   // A failure to sign is ours, not the receiver's: it throws (the job retries) and is no attempt.
+  const queuedAt = Date.now();
+  let queuedMs = 0; // a wait for a free slot is ours, not the receiver's: not in the attempt's duration
   const result: Result =
     'refusal' in vetted
       ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
-      : await post(vetted.destination, signedRequest(app, delivery), {
-          deadline: started + webhooks.timeoutMs,
-          timeoutMs: webhooks.timeoutMs,
-          agent: using.connections.agentFor(vetted.destination),
+      : await using.connections.exclusive(() => {
+          queuedMs = Date.now() - queuedAt;
+          return post(vetted.destination, signedRequest(app, delivery), {
+            // from the moment it may send: a wait for a free slot does not eat into the receiver's time
+            deadline: Date.now() + webhooks.timeoutMs,
+            timeoutMs: webhooks.timeoutMs,
+            agent: using.connections.agentFor(vetted.destination),
+          });
         });
   const decision = decide(result, plan, webhooks.retrySchedule);
   const attempt = await using.repo.record({
@@ -80,7 +86,7 @@ export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, pla
     outcome: decision.kind,
     statusCode: result.statusCode ?? null,
     error: 'error' in result ? (result.error ?? null) : null,
-    durationMs: Date.now() - started,
+    durationMs: Date.now() - started - queuedMs,
     nextAttemptAt: decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null,
   });
   return { ...decision, attempt };

@@ -243,6 +243,23 @@ export async function claimDelivery(db: Knex, id: string, expected: string | nul
   return claimed > 0;
 }
 
+/** Of these deliveries, those pending and never enqueued (no current job), with their URL. */
+export async function unclaimedDestinations(db: Knex, ids: readonly string[]): Promise<{ id: string; url: string }[]> {
+  return db('webhook_deliveries').whereIn('id', ids).where({ status: 'pending' }).whereNull('current_job_id').select('id', 'url');
+}
+
+/** Makes each job the current one of its delivery, if that delivery still has none; returns those it became. */
+export async function claimUnclaimed(db: Knex, claims: readonly { id: string; jobId: string }[]): Promise<Set<string>> {
+  const { rows } = await db.raw(
+    `UPDATE webhook_deliveries d SET current_job_id = c.job_id, updated_at = now()
+       FROM unnest(?::uuid[], ?::text[]) AS c(id, job_id)
+      WHERE d.id = c.id AND d.status = 'pending' AND d.current_job_id IS NULL
+     RETURNING d.id`,
+    [claims.map((c) => c.id), claims.map((c) => c.jobId)],
+  );
+  return new Set((rows as { id: string }[]).map((r) => r.id));
+}
+
 const PRUNE_BATCH = 5000;
 
 /** Deletes attempts older than `days`, in batches so a large backlog never holds long locks. */

@@ -40,9 +40,11 @@ export class RetryDelivery extends Error {
 
 /**
  * The `schedule` backoff of delivery jobs: the delay the failed run asked for, else the step of the retry
- * schedule for the attempt that just failed. Set on every worker; only delivery jobs use the `schedule` type.
+ * schedule for the attempt that just failed (counting the retries made before the job, when it follows a
+ * batch). Set on every worker; only delivery jobs use the `schedule` type.
  */
-export const scheduleBackoff = (schedule: readonly number[]) => (attemptsMade: number, _type?: string, err?: Error) => {
-  if (err instanceof RetryDelivery) return err.delayMs;
-  return retryDelaySeconds(schedule, attemptsMade - 1) * 1000;
-};
+export const scheduleBackoff =
+  (schedule: readonly number[]) => (attemptsMade: number, _type?: string, err?: Error, job?: { data?: { retriesMade?: number } }) => {
+    if (err instanceof RetryDelivery) return err.delayMs;
+    return retryDelaySeconds(schedule, attemptsMade - 1 + (job?.data?.retriesMade ?? 0)) * 1000;
+  };

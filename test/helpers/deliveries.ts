@@ -16,6 +16,13 @@ export interface TestDelivery {
  * service, same SQL transaction), with its delivery to `url` enqueued. No chain involved.
  */
 export async function deliverEvent(ctx: Resources, url: string): Promise<TestDelivery> {
+  const recorded = await recordDelivery(ctx, url);
+  await enqueueDelivery(ctx.queues, ctx.config.webhooks.retrySchedule, recorded.deliveryId);
+  return recorded;
+}
+
+/** The same event and delivery as deliverEvent, recorded but not enqueued. */
+export async function recordDelivery(ctx: Resources, url: string): Promise<TestDelivery> {
   const organizationId = await createOrg(ctx, 0);
   const key = await createKey(ctx, organizationId, ['works:register'], url);
   const transactionId = randomUUID();
@@ -52,7 +59,6 @@ export async function deliverEvent(ctx: Resources, url: string): Promise<TestDel
     });
   });
   if (!deliveryId) throw new Error('the key has no webhook URL');
-  await enqueueDelivery(ctx.queues, ctx.config.webhooks.retrySchedule, deliveryId);
   return { deliveryId, transactionId, key };
 }
 

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
@@ -197,6 +199,40 @@ describe('webhook delivery: concurrency', function () {
     } finally {
       await hanging.stop();
       await healthy.stop();
+    }
+  });
+
+  it('POSTs at most WEBHOOK_CONCURRENCY at once while the worker holds twice as many jobs: the others wait their turn, then deliver', async () => {
+    let open = 0;
+    let most = 0;
+    // answers are held until the test lets them go, then given at once
+    const held: (() => void)[] = [];
+    let holding = true;
+    const server = http.createServer((req, res) => {
+      open += 1;
+      most = Math.max(most, open);
+      res.on('finish', () => (open -= 1));
+      req.resume().on('end', () => (holding ? held.push(() => res.end('ok')) : res.end('ok')));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+      const deliveries = [];
+      for (let i = 0; i < 12; i++) deliveries.push(await deliverEvent(app.context, url));
+      await eventually(async () => ((await app.context.queues.webhooks.getActiveCount()) === 8 ? true : undefined), '8 active jobs');
+      await eventually(async () => (held.length === 4 ? true : undefined), 'four POSTs held');
+      expect(open, 'POSTs in flight while 8 jobs are active').to.equal(4);
+      holding = false;
+      held.splice(0).forEach((answer) => answer());
+      const rows = [];
+      for (const d of deliveries) rows.push(await deliveryReaches(app.context, d.deliveryId, 'delivered'));
+      expect(most, 'POSTs in flight at once, ever').to.equal(4);
+      expect(
+        rows.map((r) => r.attempts),
+        'each delivered at its first attempt',
+      ).to.deep.equal(Array(12).fill(1));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

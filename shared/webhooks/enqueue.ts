@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import { enqueueDelivery, enqueueFirstAttempts, type Queues } from '../queue/jobs';
+import { claimUnclaimed, unclaimedDestinations } from './repo';
+
+export interface EnqueueDeps {
+  readonly db: Knex;
+  readonly queues: Queues;
+  readonly config: Pick<Config, 'webhooks'>;
+}
+
+/** Deliveries to one destination whose first attempts share a job, at most. */
+export const DELIVERY_BATCH = 16;
+
+/**
+ * Enqueues newly recorded deliveries. One is its own job, as ever. When several come at once (a block's
+ * outcomes), those to the same URL go up to DELIVERY_BATCH to a `deliver-batch` job, recorded first as their
+ * current job: the worker then moves one job, not one per delivery, through Redis for their first attempts.
+ * Each delivery keeps its own attempt rows, retry schedule (a retry gets a job of its own) and dead letter.
+ */
+export async function enqueueDeliveries(deps: EnqueueDeps, deliveryIds: readonly string[]): Promise<void> {
+  const schedule = deps.config.webhooks.retrySchedule;
+  if (deliveryIds.length <= 1) {
+    for (const id of deliveryIds) await enqueueDelivery(deps.queues, schedule, id);
+    return;
+  }
+  const byUrl = new Map<string, string[]>();
+  for (const { id, url } of await unclaimedDestinations(deps.db, deliveryIds)) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
+  const groups = [...byUrl.values()].flatMap((ids) =>
+    Array.from({ length: Math.ceil(ids.length / DELIVERY_BATCH) }, (_, i) => ids.slice(i * DELIVERY_BATCH, (i + 1) * DELIVERY_BATCH)),
+  );
+  const batches = groups.filter((ids) => ids.length > 1).map((ids) => ({ jobId: `batch-${randomUUID()}`, deliveryIds: ids }));
+  const claimed = await claimUnclaimed(
+    deps.db,
+    batches.flatMap((b) => b.deliveryIds.map((id) => ({ id, jobId: b.jobId }))),
+  );
+  const batched = new Set(batches.flatMap((b) => b.deliveryIds.filter((id) => claimed.has(id))));
+  // anything else (alone to its URL, claimed meanwhile, or not pending) gets the job it always had: its run decides
+  const singles = deliveryIds.filter((id) => !batched.has(id.toLowerCase())).map((deliveryId) => ({ deliveryId }));
+  const kept = batches
+    .map((b) => ({ ...b, deliveryIds: b.deliveryIds.filter((id) => claimed.has(id)) }))
+    .filter((b) => b.deliveryIds.length > 0);
+  await enqueueFirstAttempts(deps.queues, schedule, [...kept, ...singles]);
+}

@@ -1,0 +1,111 @@
+import { expect } from 'chai';
+import type { TestApp } from '../helpers/app';
+import { eventually } from '../helpers/app';
+import { useStack } from '../helpers/workers';
+import { WebhookReceiver, verifySignature } from '../helpers/receiver';
+import { attemptRows, deliveryReaches, recordDelivery, type TestDelivery } from '../helpers/deliveries';
+import { enqueueDeliveries } from '../../shared/webhooks/enqueue';
+
+/**
+ * Deliveries enqueued together (a block's outcomes) to one URL share a `deliver-batch` job for their first
+ * attempts (shared/webhooks/enqueue.ts); each keeps its own attempt rows, retry schedule and dead letter.
+ */
+describe('webhook delivery: first attempts batched per destination', function () {
+  this.timeout(60_000);
+  const stack = useStack({
+    env: { REDIS_PREFIX: `webhooks_batch1_${Date.now()}`, WEBHOOK_RETRY_SCHEDULE: '1,1' },
+    queues: ['webhooks', 'webhooks-dead'],
+  });
+  let app: TestApp;
+  let receiver: WebhookReceiver;
+  before(async () => {
+    ({ app } = stack);
+    receiver = await new WebhookReceiver().start();
+  });
+  after(() => receiver.stop());
+
+  const record = async (url: string, count: number) => {
+    const made: TestDelivery[] = [];
+    for (let i = 0; i < count; i++) made.push(await recordDelivery(app.context, url));
+    return made;
+  };
+  const currentJob = async (d: TestDelivery) =>
+    (await app.context.db('webhook_deliveries').where({ id: d.deliveryId }).first('current_job_id')).current_job_id as string | null;
+
+  it('one job for several deliveries to one URL: one delivered, one retried on its own job, one dead, each with its own attempts', async () => {
+    const url = `${receiver.url}/batch-outcomes`;
+    const [ok, flaky, gone] = await record(url, 3);
+    const tries = new Map<string, number>();
+    receiver.respond = (req) => {
+      const id = String(req.headers['x-service-delivery']);
+      tries.set(id, (tries.get(id) ?? 0) + 1);
+      if (id === gone!.deliveryId) return { status: 410 };
+      if (id === flaky!.deliveryId && tries.get(id) === 1) return { status: 503 };
+      return { status: 200 };
+    };
+    await enqueueDeliveries(app.context, [ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId]);
+
+    const batchJobId = await currentJob(ok!);
+    expect(batchJobId).to.match(/^batch-/);
+    expect(await currentJob(gone!)).to.equal(batchJobId);
+    const batch = await app.context.queues.webhooks.getJob(batchJobId!);
+    expect(batch!.name).to.equal('deliver-batch');
+    expect(batch!.data).to.deep.equal({ deliveryIds: [ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId] });
+
+    await deliveryReaches(app.context, ok!.deliveryId, 'delivered');
+    await deliveryReaches(app.context, gone!.deliveryId, 'dead');
+    await deliveryReaches(app.context, flaky!.deliveryId, 'delivered');
+
+    expect((await attemptRows(app.context, ok!.deliveryId)).map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([
+      [1, 200, 'delivered'],
+    ]);
+    expect((await attemptRows(app.context, gone!.deliveryId)).map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([
+      [1, 410, 'dead'],
+    ]);
+    const flakyAttempts = await attemptRows(app.context, flaky!.deliveryId);
+    expect(flakyAttempts.map((a) => [a.attempt, a.status_code, a.outcome])).to.deep.equal([
+      [1, 503, 'retry'],
+      [2, 200, 'delivered'],
+    ]);
+    // the first wait of the schedule (1 s), then its own job with the rest of the schedule
+    const wait = flakyAttempts[0].next_attempt_at.getTime() - flakyAttempts[0].created_at.getTime();
+    expect(wait).to.be.within(800, 1300);
+    const retryJobId = await currentJob(flaky!);
+    expect(retryJobId).to.match(new RegExp(`^${flaky!.deliveryId}-next-`));
+    const retryJob = await app.context.queues.webhooks.getJob(retryJobId!);
+    expect(retryJob!.data).to.deep.equal({ deliveryId: flaky!.deliveryId, retriesMade: 1 });
+    expect(retryJob!.opts.attempts, 'the rest of the schedule').to.equal(2);
+
+    // every request signed afresh with its key's secret, each delivery under its own id
+    const hooks = receiver.received.filter((r) => [ok, flaky, gone].some((d) => d!.deliveryId === r.headers['x-service-delivery']));
+    expect(hooks).to.have.length(4);
+    for (const hook of hooks) {
+      const d = [ok, flaky, gone].find((x) => x!.deliveryId === hook.headers['x-service-delivery'])!;
+      expect(verifySignature(d.key.webhookSecret, hook)).to.equal(true);
+    }
+
+    // the dead one is in the dead-letter queue; the batch job completed with each delivery's outcome
+    await eventually(() => app.context.queues['webhooks-dead'].getJob(gone!.deliveryId), 'the dead letter');
+    const done = await eventually(async () => {
+      const job = await app.context.queues.webhooks.getJob(batchJobId!);
+      return (await job?.isCompleted()) ? job : undefined;
+    }, 'the batch job completed');
+    expect(Object.keys(done.returnvalue)).to.have.members([ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId]);
+    expect(done.returnvalue[ok!.deliveryId]).to.match(/^delivered \(attempt 1, HTTP 200\)/);
+    expect(done.returnvalue[flaky!.deliveryId]).to.match(/HTTP 503.*next in 1 s as job/);
+    expect(done.returnvalue[gone!.deliveryId]).to.match(/HTTP 410.*dead-lettered to webhooks-dead/);
+  });
+
+  it('groups by URL: a URL with one delivery keeps the job named after it, those sharing a URL share a job', async () => {
+    receiver.respond = () => ({ status: 200 });
+    const shared = await record(`${receiver.url}/shared`, 2);
+    const [alone] = await record(`${receiver.url}/alone`, 1);
+    await enqueueDeliveries(app.context, [shared[0]!.deliveryId, alone!.deliveryId, shared[1]!.deliveryId]);
+    for (const d of [...shared, alone!]) await deliveryReaches(app.context, d.deliveryId, 'delivered');
+    const [first, second] = [await currentJob(shared[0]!), await currentJob(shared[1]!)];
+    expect(first).to.match(/^batch-/);
+    expect(second).to.equal(first);
+    expect(await currentJob(alone!), 'its own job, named after it').to.equal(null);
+    expect((await app.context.queues.webhooks.getJob(alone!.deliveryId))!.data).to.deep.equal({ deliveryId: alone!.deliveryId });
+  });
+});

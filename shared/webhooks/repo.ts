@@ -250,6 +250,7 @@ export async function unclaimedDestinations(db: Knex, ids: readonly string[]): P
 
 /** Makes each job the current one of its delivery, if that delivery still has none; returns those it became. */
 export async function claimUnclaimed(db: Knex, claims: readonly { id: string; jobId: string }[]): Promise<Set<string>> {
+  if (!claims.length) return new Set();
   const { rows } = await db.raw(
     `UPDATE webhook_deliveries d SET current_job_id = c.job_id, updated_at = now()
        FROM unnest(?::uuid[], ?::text[]) AS c(id, job_id)

@@ -56,16 +56,30 @@ describe('after-commit effects, with the handles a test gives', () => {
         if (fail) throw new Error('redis away');
         added.push({ queue: name, name: job, data, opts });
       },
+      addBulk: async (jobs: { name: string; data: unknown; opts: Record<string, unknown> }[]) => {
+        if (fail) throw new Error('redis away');
+        for (const job of jobs) added.push({ queue: name, name: job.name, data: job.data, opts: job.opts });
+      },
     });
     const published: string[] = [];
     const warnings: string[] = [];
     const deps = {
       queues: { webhooks: queue('webhooks'), certificates: queue('certificates', true) },
       config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
-      db: () => ({
-        whereIn: async (_c: string, ids: string[]) =>
-          ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })),
-      }),
+      // the transactions' rows to publish; the deliveries' destinations, each its own (so none share a job)
+      db: (table: string) =>
+        table === 'webhook_deliveries'
+          ? {
+              whereIn: (_c: string, ids: string[]) => ({
+                where: () => ({
+                  whereNull: () => ({ select: async () => ids.map((id, i) => ({ id, url: `https://r${i}.example/hook` })) }),
+                }),
+              }),
+            }
+          : {
+              whereIn: async (_c: string, ids: string[]) =>
+                ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })),
+            },
       redis: {
         // one update is published alone, several through a pipeline
         publish: async (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),

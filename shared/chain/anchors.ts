@@ -18,6 +18,9 @@ export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
 export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
 
+/** The commitment `quoteAhead` builds its call over: any 32 bytes do. */
+const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
+
 /**
  * Chain-facing operations, per network, over the relayer's key; every result is plain data. The work is
  * done in quote.ts (fees, dry runs), batch.ts (batch sizing), submit.ts (signing, sending), inclusion.ts
@@ -72,6 +75,20 @@ export class AnchorService {
   async quote(network: Network, request: AnchorRequest): Promise<AnchorQuote> {
     const api = await this.chains.api(network);
     return quoteOf(api, await this.judgeCall(network, await this.buildCall(network, request)));
+  }
+
+  /**
+   * The quote of an anchor whose commitment is not known yet (prepare asks it while the upload is still being
+   * hashed): the fee and dry run of the same call over a placeholder commitment. Neither depends on the
+   * commitment's bytes in either dialect. The call's length is fixed by its kind (a commitment is always 32
+   * bytes), and so is its weight; the remark dialect's chain reads nothing of the payload, and the ATS pallet
+   * checks the commitment only inside the owner's signature, made here over the placeholder with the same seed
+   * and nonce (it has no check on commitment values, such as a duplicate: pallet-ats `create_on_behalf` and
+   * `update_on_behalf`, read at 2a5240a and 3e62b7b). `test/integration/batching.test.ts` holds the verdicts
+   * of both calls equal.
+   */
+  async quoteAhead(network: Network, request: Omit<AnchorRequest, 'commitment'>): Promise<AnchorQuote> {
+    return this.quote(network, { ...request, commitment: PLACEHOLDER_COMMITMENT });
   }
 
   /**

@@ -8,7 +8,7 @@ import type { AnchorRequest } from './dialect';
 import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
-import { dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
+import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
 import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, HeadWatches, waitFinalized } from './heads';
@@ -29,6 +29,7 @@ const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
   private readonly verdicts = new Map<Network, Coalescer<string, CallVerdict>>();
+  private readonly fees = new Map<Network, BlockFees>();
   private readonly heads = new HeadWatches();
 
   constructor(private readonly chains: ChainConnections) {
@@ -69,8 +70,9 @@ export class AnchorService {
 
   /**
    * The fee of the exact extrinsic the relayer will submit for this anchor, and a dry run of its call. Quotes
-   * asked while others are with the chain wait for them and then go together: one dry run and one fee query per
-   * kind of call for the whole group (see `judgeCalls`), so concurrent prepares cost the chain what one does.
+   * asked while others are with the chain wait for them and then go together: one dry run for the whole group
+   * and one fee query per kind of call and block (see `judgeCalls`), so concurrent prepares cost the chain what
+   * one does.
    */
   async quote(network: Network, request: AnchorRequest): Promise<AnchorQuote> {
     const api = await this.chains.api(network);
@@ -106,7 +108,9 @@ export class AnchorService {
 
   private async judge(network: Network, callHexes: readonly string[]): Promise<CallVerdict[]> {
     const api = await this.chains.api(network);
-    return judgeCalls(api, this.relayer(network), callHexes, (a, hex, at) => this.dryRun(a, hex, at));
+    let fees = this.fees.get(network);
+    if (!fees) this.fees.set(network, (fees = new BlockFees()));
+    return judgeCalls(api, this.relayer(network), callHexes, (a, hex, at) => this.dryRun(a, hex, at), fees);
   }
 
   /** Every dry run the service asks of a node goes through here. */

@@ -1,4 +1,5 @@
-import { sr25519PairFromSeed, sr25519Sign, sr25519Verify } from '@polkadot/util-crypto';
+import { sr25519Verify } from '@polkadot/util-crypto';
+import { ownerSigner } from './owner-signer';
 import type { Network } from '../config';
 
 /**
@@ -58,10 +59,9 @@ function header(fields: AnchorFields): Buffer {
 
 /** Encodes and signs with the owner's seed; the seed is used for this call only. */
 export function encodeSignedAnchor(fields: Omit<AnchorFields, 'ownerPublicKey'>, ownerSeed: Buffer, genesisHash: Buffer): Buffer {
-  const pair = sr25519PairFromSeed(ownerSeed);
-  const prefix = header({ ...fields, ownerPublicKey: Buffer.from(pair.publicKey) });
-  const signature = sr25519Sign(Buffer.concat([prefix, genesisHash]), pair);
-  return Buffer.concat([prefix, Buffer.from(signature)]);
+  const owner = ownerSigner(ownerSeed);
+  const prefix = header({ ...fields, ownerPublicKey: owner.publicKey });
+  return Buffer.concat([prefix, owner.sign(Buffer.concat([prefix, genesisHash]))]);
 }
 
 export function decodeAnchor(bytes: Buffer): DecodedAnchor {

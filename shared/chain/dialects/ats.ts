@@ -39,7 +39,8 @@ import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import { TypeRegistry } from '@polkadot/types';
 import { u8aToHex } from '@polkadot/util';
-import { decodeAddress, sr25519PairFromSeed, sr25519Sign } from '@polkadot/util-crypto';
+import { decodeAddress } from '@polkadot/util-crypto';
+import { ownerSigner } from '../owner-signer';
 import type { AnchorRequest, ExpectedAnchors, IndexedVersion, ItemAssignment, ItemEvent, RegistryDialect, VersionCheck } from '../dialect';
 
 export const CREATE_PAYLOAD_LENGTH = 74;
@@ -131,8 +132,8 @@ export function encodeUpdateOnBehalfPayload(fields: UpdateOnBehalfFields): Buffe
 
 /** The owner's sr25519 signature over exactly `payload`; the seed is used for this call only. */
 export function signOnBehalfPayload(payload: Uint8Array, ownerSeed: Uint8Array): OwnerSignature {
-  const pair = sr25519PairFromSeed(ownerSeed);
-  return { owner: Buffer.from(pair.publicKey), signature: Buffer.from(sr25519Sign(payload, pair)) };
+  const owner = ownerSigner(ownerSeed);
+  return { owner: owner.publicKey, signature: owner.sign(payload) };
 }
 
 /** A u64/u32 from the codec's JSON: a number, or a hex string once it passes 52 bits. */
@@ -193,7 +194,7 @@ export async function buildAtsCall(
   operator: AccountLike,
 ): Promise<SubmittableExtrinsic<'promise'>> {
   const ats = api as unknown as AtsApi;
-  const owner = Buffer.from(sr25519PairFromSeed(request.ownerSeed).publicKey);
+  const owner = ownerSigner(request.ownerSeed).publicKey;
   const nonce = request.ownerNonce ?? (await onBehalfNonce(api, owner));
   const fields = { commitment: request.commitment, protocolVersion: request.protocolVersion, operator, nonce };
   if (request.action === 'register') {

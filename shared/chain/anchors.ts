@@ -28,17 +28,25 @@ const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
  */
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
+  /** The relayers' ss58 addresses: a pair encodes its address (with a checksum) every time it is asked. */
+  private readonly addresses = new Map<Network, string>();
   private readonly verdicts = new Map<Network, Coalescer<string, CallVerdict>>();
   private readonly fees = new Map<Network, BlockFees>();
   private readonly heads = new HeadWatches();
 
   constructor(private readonly chains: ChainConnections) {
     const keyring = new Keyring({ type: 'sr25519' });
-    for (const net of chains.networks) this.relayers.set(net.network, keyring.addFromUri(net.relayerSeed));
+    for (const net of chains.networks) {
+      const pair = keyring.addFromUri(net.relayerSeed);
+      this.relayers.set(net.network, pair);
+      this.addresses.set(net.network, pair.address);
+    }
   }
 
   relayerAddress(network: Network): string {
-    return this.relayer(network).address;
+    const address = this.addresses.get(network);
+    if (!address) throw new Error(`network ${network} is not configured`);
+    return address;
   }
 
   async genesisHash(network: Network): Promise<Buffer> {
@@ -119,12 +127,12 @@ export class AnchorService {
   }
 
   async nextRelayerNonce(network: Network): Promise<number> {
-    return nextAccountIndex(await this.chains.api(network), this.relayer(network).address);
+    return nextAccountIndex(await this.chains.api(network), this.relayerAddress(network));
   }
 
   /** The relayer's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */
   async onChainNonce(network: Network, at?: string): Promise<number> {
-    return accountNonceAt(await this.chains.api(network), this.relayer(network).address, at);
+    return accountNonceAt(await this.chains.api(network), this.relayerAddress(network), at);
   }
 
   /** How many of these calls, taken in order, one batch can carry (batch.ts). */

@@ -4,6 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { createLogger } from '../shared/logger';
+import { computeCommitment, toHex } from '../shared/registration/commitment';
+import type { Creator } from '../shared/works/types';
 import { openResources } from '../shared/resources';
 import { createOrg, createKey } from '../test/helpers/factories';
 import { initBody } from '../test/helpers/registration';
@@ -18,7 +20,9 @@ import { msSince, repeat } from './lib/stats';
  * Prepare of a large upload: wall time from the prepare request to its quote (HEAD, GET streamed through
  * SHA-256, commitment, fee and dry run on the chain), beside (a) a plain S3 GET of the same object by the same
  * client in a process of its own and (b) `sha256sum` of the same bytes on local disk; and the prepare worker's
- * peak RSS increase (kernel VmHWM, reset before each prepare) in its own process.
+ * peak RSS increase (kernel VmHWM, reset before each prepare) in its own process. Each run prepares a fresh
+ * upload (a prepare of an object already hashed reuses its hash), then prepares it again: that second prepare
+ * is the fixed part alone.
  */
 benchMain(async (options) => {
   const mb = pick(options, options.size, 256, 1);
@@ -49,17 +53,23 @@ benchMain(async (options) => {
       return json;
     };
 
-    // one upload, hashed again on every run; the same bytes on local disk for sha256sum
+    // the same bytes on every run, each run a fresh upload (a prepare again of the same object reuses its hash);
+    // the same bytes on local disk for sha256sum
     const audio = randomBytes(bytes);
     const file = path.join(services.dataDir, 'audio.bin');
     await new Promise<void>((resolve, reject) => createWriteStream(file).on('error', reject).end(audio, resolve));
-    const init = await post('/v1/works/init', initBody());
-    const put = await fetch(init.upload_url, { method: 'PUT', body: audio as unknown as BodyInit });
-    if (put.status !== 200) throw new Error(`upload: ${put.status}`);
-    const audioKey = new URL(init.upload_url).pathname.split('/').slice(2).join('/');
-    await post('/v1/works/prepare', { job_id: init.job_id }); // warms the worker's S3, chain and database paths
+    const upload = async () => {
+      const body = initBody();
+      const init = await post('/v1/works/init', body);
+      const put = await fetch(init.upload_url, { method: 'PUT', body: audio as unknown as BodyInit });
+      if (put.status !== 200) throw new Error(`upload: ${put.status}`);
+      const audioKey = new URL(init.upload_url).pathname.split('/').slice(2).join('/');
+      return { jobId: init.job_id as string, audioKey, title: body.title.trim(), creators: body.creators as Creator[] };
+    };
+    await post('/v1/works/prepare', { job_id: (await upload()).jobId }); // warms the worker's S3, chain and database paths
 
     const samples = await repeat(runs, async (run) => {
+      const { jobId, audioKey, title, creators } = await upload();
       const get = await new Promise<{ ms: number; bytes: number; peakRssIncrease: number }>((resolve) => {
         getter.once('message', resolve as (m: unknown) => void);
         getter.send({ key: audioKey });
@@ -74,14 +84,22 @@ benchMain(async (options) => {
       const before = worker.rss();
       worker.resetPeak();
       const started = process.hrtime.bigint();
-      const quote = await post('/v1/works/prepare', { job_id: init.job_id });
+      const quote = await post('/v1/works/prepare', { job_id: jobId });
       const prepareMs = msSince(started);
       const rssIncrease = worker.peak() - before;
-      if (`0x${sha.stdout.slice(0, 64)}` === quote.commitment) throw new Error('unexpected: commitment equals the media hash');
+      const expected = toHex(computeCommitment(Buffer.from(sha.stdout.slice(0, 64), 'hex'), title, creators).commitment);
+      if (quote.commitment !== expected)
+        throw new Error(`the quote's commitment ${quote.commitment} is not the one of these bytes, ${expected}`);
+
+      // the same job again: the object and its hash are known, so this is the fixed part alone (HEAD, the job's
+      // round trips through Redis and BullMQ, wallet and balance, fee and dry run)
+      const againStarted = process.hrtime.bigint();
+      await post('/v1/works/prepare', { job_id: jobId });
+      const fixedMs = msSince(againStarted);
       say(
-        `  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms, S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`,
+        `  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms (again, hash known: ${fixedMs.toFixed(0)} ms), S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`,
       );
-      return { prepareMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease };
+      return { prepareMs, fixedMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease };
     });
 
     const slower = samples.map((s) => Math.max(s.getMs, s.shaMs));
@@ -91,14 +109,20 @@ benchMain(async (options) => {
       unit: 'ms',
       runs: samples.map((s) => s.prepareMs),
       floor: { label: 'slower of S3 GET and sha256sum', runs: slower },
-      target: { text: '≤ 1.3 × slower floor', met: (v, floor) => v <= 1.3 * floor },
+      target: { text: '≤ 1.15 × slower floor', met: (v, floor) => v <= 1.15 * floor },
     });
     report.add({
       id: 'prepare_ratio',
       label: 'prepare / slower floor',
       unit: '×',
       runs: samples.map((s, i) => s.prepareMs / slower[i]!),
-      target: { text: '≤ 1.3', met: (v) => v <= 1.3 },
+      target: { text: '≤ 1.15', met: (v) => v <= 1.15 },
+    });
+    report.add({
+      id: 'prepare_again_ms',
+      label: 'prepare again, hash known (the fixed part)',
+      unit: 'ms',
+      runs: samples.map((s) => s.fixedMs),
     });
     report.add({ id: 's3_get_ms', label: `plain S3 GET ${mb} MB`, unit: 'ms', runs: samples.map((s) => s.getMs) });
     report.add({ id: 'sha256sum_ms', label: `sha256sum ${mb} MB, local disk`, unit: 'ms', runs: samples.map((s) => s.shaMs) });

@@ -8,7 +8,7 @@ import type { AnchorRequest } from './dialect';
 import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
-import { dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
+import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
 import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, HeadWatches, waitFinalized } from './heads';
@@ -18,6 +18,9 @@ export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
 export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
 
+/** The commitment `quoteAhead` builds its call over: any 32 bytes do. */
+const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
+
 /**
  * Chain-facing operations, per network, over the relayer's key; every result is plain data. The work is
  * done in quote.ts (fees, dry runs), batch.ts (batch sizing), submit.ts (signing, sending), inclusion.ts
@@ -25,16 +28,25 @@ export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
  */
 export class AnchorService {
   private readonly relayers = new Map<Network, KeyringPair>();
+  /** The relayers' ss58 addresses: a pair encodes its address (with a checksum) every time it is asked. */
+  private readonly addresses = new Map<Network, string>();
   private readonly verdicts = new Map<Network, Coalescer<string, CallVerdict>>();
+  private readonly fees = new Map<Network, BlockFees>();
   private readonly heads = new HeadWatches();
 
   constructor(private readonly chains: ChainConnections) {
     const keyring = new Keyring({ type: 'sr25519' });
-    for (const net of chains.networks) this.relayers.set(net.network, keyring.addFromUri(net.relayerSeed));
+    for (const net of chains.networks) {
+      const pair = keyring.addFromUri(net.relayerSeed);
+      this.relayers.set(net.network, pair);
+      this.addresses.set(net.network, pair.address);
+    }
   }
 
   relayerAddress(network: Network): string {
-    return this.relayer(network).address;
+    const address = this.addresses.get(network);
+    if (!address) throw new Error(`network ${network} is not configured`);
+    return address;
   }
 
   async genesisHash(network: Network): Promise<Buffer> {
@@ -66,12 +78,27 @@ export class AnchorService {
 
   /**
    * The fee of the exact extrinsic the relayer will submit for this anchor, and a dry run of its call. Quotes
-   * asked while others are with the chain wait for them and then go together: one dry run and one fee query per
-   * kind of call for the whole group (see `judgeCalls`), so concurrent prepares cost the chain what one does.
+   * asked while others are with the chain wait for them and then go together: one dry run for the whole group
+   * and one fee query per kind of call and block (see `judgeCalls`), so concurrent prepares cost the chain what
+   * one does.
    */
   async quote(network: Network, request: AnchorRequest): Promise<AnchorQuote> {
     const api = await this.chains.api(network);
     return quoteOf(api, await this.judgeCall(network, await this.buildCall(network, request)));
+  }
+
+  /**
+   * The quote of an anchor whose commitment is not known yet (prepare asks it while the upload is still being
+   * hashed): the fee and dry run of the same call over a placeholder commitment. Neither depends on the
+   * commitment's bytes in either dialect. The call's length is fixed by its kind (a commitment is always 32
+   * bytes), and so is its weight; the remark dialect's chain reads nothing of the payload, and the ATS pallet
+   * checks the commitment only inside the owner's signature, made here over the placeholder with the same seed
+   * and nonce (it has no check on commitment values, such as a duplicate: pallet-ats `create_on_behalf` and
+   * `update_on_behalf`, read at 2a5240a and 3e62b7b). `test/integration/batching.test.ts` holds the verdicts
+   * of both calls equal.
+   */
+  async quoteAhead(network: Network, request: Omit<AnchorRequest, 'commitment'>): Promise<AnchorQuote> {
+    return this.quote(network, { ...request, commitment: PLACEHOLDER_COMMITMENT });
   }
 
   /**
@@ -89,7 +116,9 @@ export class AnchorService {
 
   private async judge(network: Network, callHexes: readonly string[]): Promise<CallVerdict[]> {
     const api = await this.chains.api(network);
-    return judgeCalls(api, this.relayer(network), callHexes, (a, hex, at) => this.dryRun(a, hex, at));
+    let fees = this.fees.get(network);
+    if (!fees) this.fees.set(network, (fees = new BlockFees()));
+    return judgeCalls(api, this.relayer(network), callHexes, (a, hex, at) => this.dryRun(a, hex, at), fees);
   }
 
   /** Every dry run the service asks of a node goes through here. */
@@ -98,12 +127,12 @@ export class AnchorService {
   }
 
   async nextRelayerNonce(network: Network): Promise<number> {
-    return nextAccountIndex(await this.chains.api(network), this.relayer(network).address);
+    return nextAccountIndex(await this.chains.api(network), this.relayerAddress(network));
   }
 
   /** The relayer's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */
   async onChainNonce(network: Network, at?: string): Promise<number> {
-    return accountNonceAt(await this.chains.api(network), this.relayer(network).address, at);
+    return accountNonceAt(await this.chains.api(network), this.relayerAddress(network), at);
   }
 
   /** How many of these calls, taken in order, one batch can carry (batch.ts). */

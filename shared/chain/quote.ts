@@ -35,9 +35,36 @@ export function quoteOf(api: ApiPromise, { feePlanck, dryRun }: CallVerdict): An
 }
 
 /**
+ * Fees by kind and length of call at the latest block a group was judged at: the same question of the same
+ * state has the same answer, so a fee is asked again only once the chain has moved on. A failed question is
+ * forgotten.
+ */
+export class BlockFees {
+  private at = '';
+  private readonly fees = new Map<string, Promise<bigint>>();
+
+  of(at: string, kind: string, ask: () => Promise<bigint>): Promise<bigint> {
+    if (at !== this.at) {
+      this.at = at;
+      this.fees.clear();
+    }
+    let fee = this.fees.get(kind);
+    if (!fee) {
+      const asked = ask();
+      asked.catch(() => {
+        if (this.fees.get(kind) === asked) this.fees.delete(kind);
+      });
+      this.fees.set(kind, asked);
+      fee = asked;
+    }
+    return fee;
+  }
+}
+
+/**
  * Fees and dry runs of a group of calls, all read at one block. Calls of one kind and length cost the same
  * (their weight is a function of their arguments' lengths in both dialects), so the fee is asked once per
- * kind and length, of the single-call batch each will be submitted in. The dry run applies every call in one
+ * kind and length and block (`fees`), of the single-call batch each will be submitted in. The dry run applies every call in one
  * `utility.batchAll` signed by the relayer, immortal, with its nonce at that block (it judges the anchors,
  * not the relayer's place in the queue): when the group fails, it is halved until the failing calls stand
  * alone, each with its own reason.
@@ -47,21 +74,17 @@ export async function judgeCalls(
   relayer: KeyringPair,
   callHexes: readonly string[],
   dryRun: DryRun,
+  fees: BlockFees = new BlockFees(),
 ): Promise<CallVerdict[]> {
   const at = (await api.rpc.chain.getBlockHash()).toHex();
   const nonce = await accountNonceAt(api, relayer.address, at);
-  const fees = new Map<string, Promise<bigint>>();
   const feeOf = (hex: string) => {
     const call = api.createType('Call', hex);
-    const kind = `${call.section}.${call.method}:${hex.length}`;
-    if (!fees.has(kind))
-      fees.set(
-        kind,
-        batchOf(api, [hex])
-          .paymentInfo(relayer)
-          .then((info) => info.partialFee.toBigInt()),
-      );
-    return fees.get(kind)!;
+    return fees.of(at, `${call.section}.${call.method}:${hex.length}`, () =>
+      batchOf(api, [hex])
+        .paymentInfo(relayer)
+        .then((info) => info.partialFee.toBigInt()),
+    );
   };
   const dryRuns = async (hexes: readonly string[]): Promise<DryRunVerdict[]> => {
     const calls = hexes.map((hex) => api.createType('Call', hex));

@@ -7,14 +7,14 @@ import type { Redis } from '../redis/client';
 import type { Storage } from '../storage/s3';
 import type { SecretBox } from '../crypto/secret-box';
 import { AppError } from '../errors';
-import type { AnchorService } from '../chain/anchors';
+import type { AnchorQuote, AnchorService } from '../chain/anchors';
 import { findWallet } from '../organizations/repo';
 import { walletSeedAad } from '../organizations/service';
 import { balanceOf } from '../ledger/service';
 import { PROTOCOL_VERSION, computeCommitment, toHex } from './commitment';
 import { priceQuote } from './pricing';
 import { JobStore, type JobRecord } from './job-store';
-import type { PreparedQuote } from './types';
+import type { PreparedQuote, UploadSession } from './types';
 import { sessionNotFound, type PrepareOutcome } from './service';
 
 export interface PrepareDeps {
@@ -28,8 +28,8 @@ export interface PrepareDeps {
 /**
  * The prepare worker's work for one run of a job (see job-store.ts): verify and stream the uploaded object
  * through SHA-256 (constant memory; once per upload, a later run reuses the hash while the object is the
- * same), compute the commitment (contract §5), ask the chain for the fee and a dry run of the exact call,
- * price, and store the quote in the job. Domain failures come back as data, so the waiting web answers
+ * same), compute the commitment (contract §5), ask the chain for the fee and a dry run of the call (while
+ * the bytes stream: neither depends on the commitment's bytes), price, and store the quote in the job. Domain failures come back as data, so the waiting web answers
  * with them and nothing is retried. An upload refused for its size is deleted at once.
  */
 export async function prepareQuote(
@@ -55,43 +55,30 @@ export async function prepareQuote(
 
 async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobStore, job: JobRecord, run: number): Promise<PreparedQuote> {
   const { session } = job;
-  const organizationId = session.organizationId;
   // a metadata-only version anchors the audio its work already anchored: nothing to read
-  const audio = session.reusedAudio
-    ? { mediaHash: Buffer.from(session.reusedAudio.mediaHash.slice(2), 'hex'), size: session.reusedAudio.size }
-    : await uploadedAudio(app, store, job, run);
+  const upload = session.reusedAudio ? undefined : await acceptedUpload(app, session);
+  // the chain's verdict does not depend on the commitment's bytes (AnchorService.quoteAhead): once the upload
+  // is accepted, it is asked while the bytes stream, and awaited after them
+  const chainWork = chainQuote(app, anchors, session);
+  chainWork.catch(() => undefined); // awaited below, unless reading the upload fails first
+  const audio = upload
+    ? await uploadedAudio(app, store, job, run, upload)
+    : { mediaHash: Buffer.from(session.reusedAudio!.mediaHash.slice(2), 'hex'), size: session.reusedAudio!.size };
   const { commitment, merkleRoot, mediaHash } = computeCommitment(audio.mediaHash, session.title, session.creators);
-
-  const wallet = await findWallet(app.db, organizationId, session.network);
-  if (!wallet) throw new Error(`organization ${organizationId} has no ${session.network} wallet`);
-  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(organizationId, session.network));
-  let chainQuote;
-  try {
-    chainQuote = await anchors.quote(session.network, {
-      action: session.kind === 'register' ? 'register' : 'update',
-      network: session.network,
-      protocolVersion: PROTOCOL_VERSION,
-      atsId: BigInt(session.atsId ?? 0), // the payload has a fixed size: the fee does not depend on the id
-      version: 1,
-      commitment,
-      ownerSeed: seed,
-    });
-  } finally {
-    seed.fill(0);
-  }
-  if (!chainQuote.dryRun.ok) throw new AppError('registration.dry_run_failed', `The on-chain dry run failed: ${chainQuote.dryRun.reason}`);
+  const chain = await chainWork;
+  if (!chain.dryRun.ok) throw new AppError('registration.dry_run_failed', `The on-chain dry run failed: ${chain.dryRun.reason}`);
 
   // storage is charged for new bytes only
   const storedBytes = session.reusedAudio ? 0 : audio.size;
   const price = priceQuote(app.config.pricing, {
-    feePlanck: chainQuote.feePlanck,
-    decimals: chainQuote.decimals,
+    feePlanck: chain.feePlanck,
+    decimals: chain.decimals,
     audioBytes: storedBytes,
     kind: session.kind,
   });
-  const balance = await balanceOf(app.db, organizationId);
+  const balance = await balanceOf(app.db, session.organizationId);
   const affordable = balance >= price.total_price_credits;
-  const lifetime = Math.min(app.config.ttl.quoteSeconds, chainQuote.mortalitySeconds);
+  const lifetime = Math.min(app.config.ttl.quoteSeconds, chain.mortalitySeconds);
   return {
     session,
     commitment: toHex(commitment),
@@ -112,12 +99,33 @@ async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobSt
   };
 }
 
-/**
- * The upload's hash and size: read again only when the object is not the one a previous run hashed. An
- * object refused for its size is deleted, so nothing refused is kept.
- */
-async function uploadedAudio(app: PrepareDeps, store: JobStore, job: JobRecord, run: number): Promise<{ mediaHash: Buffer; size: number }> {
-  const { session } = job;
+/** The chain's fee and dry run of this job's anchor call, signed by the organization's wallet. */
+async function chainQuote(app: PrepareDeps, anchors: AnchorService, session: UploadSession): Promise<AnchorQuote> {
+  const organizationId = session.organizationId;
+  const wallet = await findWallet(app.db, organizationId, session.network);
+  if (!wallet) throw new Error(`organization ${organizationId} has no ${session.network} wallet`);
+  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(organizationId, session.network));
+  try {
+    return await anchors.quoteAhead(session.network, {
+      action: session.kind === 'register' ? 'register' : 'update',
+      network: session.network,
+      protocolVersion: PROTOCOL_VERSION,
+      atsId: BigInt(session.atsId ?? 0), // the payload has a fixed size: the fee does not depend on the id
+      version: 1,
+      ownerSeed: seed,
+    });
+  } finally {
+    seed.fill(0);
+  }
+}
+
+interface AcceptedUpload {
+  readonly size: number;
+  readonly etag: string;
+}
+
+/** The upload's size and ETag, if there is one and its size is accepted. An object refused for its size is deleted, so nothing refused is kept. */
+async function acceptedUpload(app: PrepareDeps, session: UploadSession): Promise<AcceptedUpload> {
   const bucket = app.storage.bucket;
   let head;
   try {
@@ -139,12 +147,23 @@ async function uploadedAudio(app: PrepareDeps, store: JobStore, job: JobRecord, 
     await app.storage.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: session.audioKey }));
     throw refusal;
   }
-  const etag = head.ETag ?? '';
+  return { size, etag: head.ETag ?? '' };
+}
+
+/** The accepted upload's hash: read again only when the object is not the one a previous run hashed. */
+async function uploadedAudio(
+  app: PrepareDeps,
+  store: JobStore,
+  job: JobRecord,
+  run: number,
+  { size, etag }: AcceptedUpload,
+): Promise<{ mediaHash: Buffer; size: number }> {
+  const { session } = job;
   if (job.audio && job.audio.etag === etag && job.audio.size === size)
     return { mediaHash: Buffer.from(job.audio.mediaHash.slice(2), 'hex'), size };
 
   // the GET is pinned to the ETag the HEAD saw
-  const object = await app.storage.client.send(new GetObjectCommand({ Bucket: bucket, Key: session.audioKey, IfMatch: etag }));
+  const object = await app.storage.client.send(new GetObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey, IfMatch: etag }));
   const hash = createHash('sha256');
   let read = 0;
   for await (const chunk of object.Body as Readable) {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
@@ -144,6 +145,22 @@ describe('batched submission through one relayer submitter', function () {
     const small = api.tx.system.remark('0x01').method.toHex();
     expect(await anchors.fitBatch('testnet', Array(10).fill(small), 4)).to.equal(4); // small calls: the configured maximum
   });
+  it('quotes an anchor ahead of its commitment: the same fee and verdict as the call over the real one', async () => {
+    const anchors = new AnchorService(app.context.chains);
+    const network = stack.config.chains[0]!.network;
+    const request = { action: 'register' as const, network, protocolVersion: 1, atsId: 0n, version: 1, ownerSeed: randomBytes(32) };
+    const [ahead, real] = await Promise.all([
+      anchors.quoteAhead(network, request),
+      anchors.quote(network, { ...request, commitment: randomBytes(32) }),
+    ]);
+    expect(real.dryRun).to.deep.equal({ ok: true });
+    expect(ahead).to.deep.equal(real);
+    const update = { ...request, action: 'update' as const, atsId: 7n, version: 2 };
+    expect(await anchors.quoteAhead(network, update)).to.deep.equal(
+      await anchors.quote(network, { ...update, commitment: randomBytes(32) }),
+    );
+  });
+
   it('judges quotes that wait for the chain together in one dry run, and a failing call alone with its own reason', async () => {
     const anchors = new AnchorService(app.context.chains);
     const network = stack.config.chains[0]!.network;

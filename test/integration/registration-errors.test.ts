@@ -177,13 +177,21 @@ describe('registration: every error row leaves nothing changed', function () {
       const org = await createOrg(app.context, 1000);
       const key = await createKey(app.context, org);
       const init = await call(brokeApp.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
+      const prepare = () => call(brokeApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } });
+      // the dry run is asked while the upload is read, but an upload's own refusal still answers first
+      expectError(await prepare(), 422, 'registration.audio_missing');
       await upload(init.body.upload_url, randomBytes(2048));
-      const error = expectError(
-        await call(brokeApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: init.body.job_id } }),
+      const error = expectError(await prepare(), 422, 'registration.dry_run_failed');
+      expect(error.message).to.match(/Payment/);
+      // and an upload that takes longer to read than the dry run to fail is refused the same way
+      const large = await call(brokeApp.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
+      await upload(large.body.upload_url, randomBytes(32 * 1024 * 1024));
+      const largeError = expectError(
+        await call(brokeApp.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: large.body.job_id } }),
         422,
         'registration.dry_run_failed',
       );
-      expect(error.message).to.match(/Payment/);
+      expect(largeError.message).to.match(/Payment/);
       expect((await snapshot(org)).balance).to.equal(1000);
     } finally {
       await brokeWorkers.stop();

@@ -118,6 +118,9 @@ function scripted(redis: Redis): Scripted {
   return redis as Scripted;
 }
 
+/** An id or object key as JSON, written as is when it is plain (so a placeholder in it stays a raw byte). */
+const fillable = (value: string): string => (/^[\x01\w./:-]*$/.test(value) ? `"${value}"` : JSON.stringify(value));
+
 /**
  * Upload jobs in Redis: one hash per job (its state, session, uploaded audio and quote) with a native TTL,
  * and a sorted set of the uploads not yet confirmed (score: when their upload URL expires), which the
@@ -138,23 +141,21 @@ export class JobStore {
   readonly uploadsKey = () => `${this.prefix}:uploads`;
 
   /**
-   * init: the job starts `reserved`; an upload to come joins the sweep's set. The caller and the object are
-   * fields of their own, outside the session's JSON, so the key check can write them for a caller it is still
-   * identifying (`AdmittedWrite`): a placeholder is then never inside text the caller sent.
+   * init: the job starts `reserved`; an upload to come joins the sweep's set. The session keeps the one JSON
+   * layout every version of the code reads (a rolling deploy or a rollback meets jobs of the other), and the
+   * key check can write it for a caller it is still identifying (`AdmittedWrite`): the caller's ids and its
+   * object key go in as written, so their placeholders stay raw control bytes, which JSON.stringify never
+   * writes into the caller's own text.
    */
   reserveCommands(session: UploadSession, ttlSeconds: number): string[][] {
     const key = this.key(session.organizationId, session.jobId);
     const { organizationId, apiKeyId, audioKey, ...rest } = session;
+    const filled = `"organizationId":${fillable(organizationId)},"apiKeyId":${fillable(apiKeyId)},"audioKey":${fillable(audioKey)}`;
+    const json = `${JSON.stringify(rest).slice(0, -1)},${filled}}`;
     const uploadUntil = String(Date.parse(session.uploadExpiresAt));
-    const fields = {
-      state: 'reserved',
-      session: JSON.stringify(rest),
-      organization_id: organizationId,
-      api_key_id: apiKeyId,
-      audio_key: audioKey,
-    };
+    const fields = { state: 'reserved', session: json, upload_until: uploadUntil, run: '0', run_until: '0', confirm_until: '0' };
     const commands = [
-      ['hset', key, ...Object.entries({ ...fields, upload_until: uploadUntil, run: '0', run_until: '0', confirm_until: '0' }).flat()],
+      ['hset', key, ...Object.entries(fields).flat()],
       ['expire', key, String(ttlSeconds)],
     ];
     if (!session.reusedAudio) commands.push(['zadd', this.uploadsKey(), uploadUntil, audioKey]);
@@ -173,16 +174,11 @@ export class JobStore {
   }
 
   async load(organizationId: string, jobId: string): Promise<JobRecord | undefined> {
-    const raw = await this.redis.hmget(
-      this.key(organizationId, jobId),
-      ...['state', 'session', 'audio', 'quote', 'run', 'organization_id', 'api_key_id', 'audio_key'],
-    );
+    const raw = await this.redis.hmget(this.key(organizationId, jobId), 'state', 'session', 'audio', 'quote', 'run');
     if (!raw[0] || !raw[1]) return undefined;
-    const stored = JSON.parse(raw[1]) as UploadSession;
     return {
       state: raw[0] as JobState,
-      // a job reserved before these fields held them in its JSON
-      session: raw[5] ? { ...stored, organizationId: raw[5], apiKeyId: raw[6]!, audioKey: raw[7]! } : stored,
+      session: JSON.parse(raw[1]) as UploadSession,
       ...(raw[2] ? { audio: JSON.parse(raw[2]) as UploadedAudio } : {}),
       ...(raw[3] ? { quote: JSON.parse(raw[3]) as PreparedQuote } : {}),
       run: Number(raw[4]),

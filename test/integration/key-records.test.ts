@@ -143,6 +143,9 @@ describe('API key records in Redis', () => {
       const job = await jobs().load(org, jobId);
       expect(job?.state).to.equal('reserved');
       expect(job?.session).to.include({ organizationId: org, apiKeyId: key.id, audioKey: `audio/${org}/${jobId}`, jobId });
+      // the session's JSON is the one layout every version of the code reads, caller and object key included
+      const stored = JSON.parse((await app.context.redis.hget(jobs().key(org, jobId), 'session'))!);
+      expect(stored).to.include({ organizationId: org, apiKeyId: key.id, audioKey: `audio/${org}/${jobId}`, jobId, kind: 'register' });
       expect(await uploadsOf(org)).to.include(`audio/${org}/${jobId}`);
     });
 

@@ -73,10 +73,10 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
   if (needs.has('db')) opened.db = createDb(config.database);
   // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
   if (needs.has('redis')) opened.redis = createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
-  // producers have a connection of their own, of the same kind (the web enqueues fail-fast too): BullMQ defines
-  // dozens of scripts on it, which every pipeline of that connection (auto-pipelining's included) copies
+  // producers have a connection of their own, of the same kind (the web enqueues fail-fast too) but without
+  // auto-pipelining: BullMQ defines dozens of scripts on it, which every pipeline of that connection copies
   const producers = needs.has('queues')
-    ? createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`)
+    ? createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`, { enableAutoPipelining: false })
     : undefined;
   if (producers) opened.queues = createQueues(producers, config.redis.prefix);
   if (needs.has('storage')) opened.storage = createStorage(config.s3);

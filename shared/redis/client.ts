@@ -6,7 +6,7 @@ export type { Redis };
  * Two connection profiles. The web answers quickly when Redis is gone (a command fails at once and
  * the request gets 503) while it keeps reconnecting in the background; workers and BullMQ wait and retry.
  */
-export function createRedis(url: string, profile: 'web' | 'worker', name: string): Redis {
+export function createRedis(url: string, profile: 'web' | 'worker', name: string, extra: RedisOptions = {}): Redis {
   const common: RedisOptions = {
     connectionName: name,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
@@ -23,7 +23,7 @@ export function createRedis(url: string, profile: 'web' | 'worker', name: string
           enableAutoPipelining: true,
         }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
-  const client = new Redis(url, options);
+  const client = new Redis(url, { ...options, ...extra });
   // Connection errors are reported through readiness and per command; an unhandled 'error' event would crash.
   client.on('error', () => undefined);
   return client;

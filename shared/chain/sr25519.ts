@@ -13,7 +13,7 @@ export function withSeedKeypair<T>(seed: Uint8Array, use: (publicKey: Buffer, si
     const publicKey = Buffer.from(pair.subarray(64));
     return use(publicKey, (message) => Buffer.from(sr25519Sign(publicKey, pair.subarray(0, 64), message)));
   } finally {
-    pair.fill(0); // the expanded secret lives for this call only, like the seed
+    pair.fill(0); // our copy of the expanded secret; the WebAssembly's own lingers in its freed memory, as util-crypto's did in the heap
   }
 }
 

@@ -69,14 +69,13 @@ benchMain(async (options) => {
       return { one, many, floor };
     });
     const floor = { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) };
-    const target = { text: '≥ 1,500/s', met: (v: number) => v >= 1500 };
     report.add({
       id: 'deliveries_per_s',
       label: `${count} webhook deliveries, 1 worker process`,
       unit: '/s',
       runs: samples.map((s) => s.one.rate),
       floor,
-      target,
+      target: { text: '≥ 40% of plain POSTs', met: (v, f) => v >= 0.4 * f },
     });
     report.add({
       id: 'deliveries_per_s_scaled',
@@ -84,13 +83,13 @@ benchMain(async (options) => {
       unit: '/s',
       runs: samples.map((s) => s.many.rate),
       floor,
-      target,
     });
     report.add({
       id: 'share_of_floor',
       label: 'deliveries / plain POSTs, 1 process',
       unit: '%',
       runs: samples.map((s) => (100 * s.one.rate) / s.floor),
+      target: { text: '≥ 40%', met: (v) => v >= 40 },
     });
     const perDelivery = (part: keyof Delivered['cpuMs'], label: string) =>
       report.add({

@@ -64,10 +64,10 @@ export class BlockFees {
 /**
  * Fees and dry runs of a group of calls, all read at one block. Calls of one kind and length cost the same
  * (their weight is a function of their arguments' lengths in both dialects), so the fee is asked once per
- * kind and length and block (`fees`), of the single-call batch each will be submitted in. The dry run applies every call in one
- * `utility.batchAll` signed by the relayer, immortal, with its nonce at that block (it judges the anchors,
- * not the relayer's place in the queue): when the group fails, it is halved until the failing calls stand
- * alone, each with its own reason.
+ * kind and length and block (`fees`), of the single-call batch each will be submitted in. The dry run applies
+ * every call in one `utility.batchAll` signed by the relayer, immortal, with its nonce at that block (it judges
+ * the anchors, not the relayer's place in the queue): when the group fails, it is halved until the failing
+ * calls stand alone, each with its own reason.
  */
 export async function judgeCalls(
   api: ApiPromise,

@@ -51,7 +51,7 @@ export class DeliveryConnections {
    * Runs one exchange (a POST and its at-once resend) when fewer than `maxInFlight` are under way, else when
    * one ends, first come first served. (A counter and a queue: p-limit, the usual library, is ESM-only.)
    */
-  async exclusive<T>(exchange: () => Promise<T>): Promise<T> {
+  async withSlot<T>(exchange: () => Promise<T>): Promise<T> {
     if (this.inFlight >= (this.options.maxInFlight ?? Infinity)) await new Promise<void>((resolve) => this.queued.push(resolve));
     else this.inFlight += 1;
     try {

@@ -70,7 +70,7 @@ export async function attemptDelivery(app: DeliveryDeps, delivery: Delivery, pla
   const result: Result =
     'refusal' in vetted
       ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
-      : await using.connections.exclusive(() => {
+      : await using.connections.withSlot(() => {
           queuedMs = Date.now() - queuedAt;
           return post(vetted.destination, signedRequest(app, delivery), {
             // from the moment it may send: a wait for a free slot does not eat into the receiver's time

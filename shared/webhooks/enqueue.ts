@@ -35,9 +35,9 @@ export async function enqueueDeliveries(deps: EnqueueDeps, deliveryIds: readonly
     deps.db,
     batches.flatMap((b) => b.deliveryIds.map((id) => ({ id, jobId: b.jobId }))),
   );
-  const batched = new Set(batches.flatMap((b) => b.deliveryIds.filter((id) => claimed.has(id))));
-  // anything else (alone to its URL, claimed meanwhile, or not pending) gets the job it always had: its run decides
-  const singles = deliveryIds.filter((id) => !batched.has(id.toLowerCase())).map((deliveryId) => ({ deliveryId }));
+  // anything not claimed for a batch (alone to its URL, claimed meanwhile, or not pending) gets the job it always
+  // had: its run decides
+  const singles = deliveryIds.filter((id) => !claimed.has(id)).map((deliveryId) => ({ deliveryId }));
   const kept = batches
     .map((b) => ({ ...b, deliveryIds: b.deliveryIds.filter((id) => claimed.has(id)) }))
     .filter((b) => b.deliveryIds.length > 0);

@@ -2,7 +2,8 @@ import { Worker, type Processor } from 'bullmq';
 import type { QueueName } from '../shared/config';
 import type { Resources } from '../shared/resources';
 import type { JobData } from '../shared/queue/jobs';
-import { bullPrefix, QUEUE_DEFINITIONS } from '../shared/queue/queues';
+import { QUEUE_DEFINITIONS } from '../shared/queue/queues';
+import { bullPrefix } from '../shared/redis/settings';
 import { createRedis, type Redis } from '../shared/redis/client';
 import { deliveryStallAllowance, scheduleBackoff } from '../shared/webhooks/retry-policy';
 
@@ -50,14 +51,14 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
   const workers = queues.map((name) => {
     const factory = registry[name];
     if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
-    const connection = createRedis(ctx.config.redis.url, 'worker', `works-api:worker:${name}`);
+    const connection = createRedis(ctx.config.redis, 'worker', `works-api:worker:${name}`);
     connections.push(connection);
     // each queue's processor takes its own JobData; the worker of that queue only ever hands it that
     const made = factory(ctx) as Processor | QueueProcessor<unknown>;
     if (typeof made !== 'function') settlers.push(() => made.settle());
     const worker = new Worker(name, typeof made === 'function' ? made : made.process, {
       connection,
-      prefix: bullPrefix(ctx.config.redis.prefix),
+      prefix: bullPrefix(ctx.config.redis, name),
       concurrency: concurrencyOf(ctx, name),
       autorun: true,
       // a dead worker's job is found stalled and run again by another within about a lock period

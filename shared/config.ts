@@ -3,6 +3,7 @@
  * sections and throws a ConfigError naming every variable that is missing or malformed.
  */
 import { ConfigError, deepFreeze, EnvReader, type Env } from './env-reader';
+import { readRedisSettings, type RedisSettings } from './redis/settings';
 
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
@@ -26,7 +27,7 @@ export interface Config {
   readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
   readonly log: { readonly level: string };
   readonly database: { readonly url: string; readonly poolMax: number };
-  readonly redis: { readonly url: string; readonly prefix: string };
+  readonly redis: RedisSettings;
   readonly s3: {
     readonly endpoint: string | undefined;
     readonly region: string;
@@ -193,7 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
     database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000) },
-    redis: { url: read.required('REDIS_URL') ?? '', prefix: read.optional('REDIS_PREFIX') ?? 'works' },
+    redis: readRedisSettings(read, problems),
     s3: {
       endpoint: read.optional('S3_ENDPOINT'),
       region: read.optional('S3_REGION') ?? 'us-east-1',

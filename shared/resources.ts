@@ -4,7 +4,8 @@ import type { Config, QueueName } from './config';
 import type { Logger } from './logger';
 import { createDb } from './db/knex';
 import { createRedis, type Redis } from './redis/client';
-import { bullPrefix, createQueues, closeQueues, type Queues } from './queue/queues';
+import { createQueues, closeQueues, type Queues } from './queue/queues';
+import { bullPrefix } from './redis/settings';
 import { createStorage, type Storage } from './storage/s3';
 import { ChainConnections } from './chain/connections';
 import { SecretBox } from './crypto/secret-box';
@@ -72,13 +73,13 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
   const opened: Partial<Handles> = {};
   if (needs.has('db')) opened.db = createDb(config.database);
   // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
-  if (needs.has('redis')) opened.redis = createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
+  if (needs.has('redis')) opened.redis = createRedis(config.redis, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
   // producers have a connection of their own, of the same kind (the web enqueues fail-fast too) but without
   // auto-pipelining: BullMQ defines dozens of scripts on it, which every pipeline of that connection copies
   const producers = needs.has('queues')
-    ? createRedis(config.redis.url, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`, { enableAutoPipelining: false })
+    ? createRedis(config.redis, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`, { enableAutoPipelining: false })
     : undefined;
-  if (producers) opened.queues = createQueues(producers, config.redis.prefix);
+  if (producers) opened.queues = createQueues(producers, config.redis);
   if (needs.has('storage')) opened.storage = createStorage(config.s3);
   if (needs.has('chains')) opened.chains = new ChainConnections(config.chains);
   if (needs.has('box')) opened.box = new SecretBox(config.secrets.key);
@@ -93,8 +94,8 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
     prepareEvents(): QueueEvents {
       if (!needs.has('prepareEvents')) throw new Error(`the ${name} did not open prepareEvents`);
       if (!events) {
-        const connection = createRedis(config.redis.url, 'worker', 'works-api:prepare-events');
-        events = { events: new QueueEvents('prepare', { connection, prefix: bullPrefix(config.redis.prefix) }), connection };
+        const connection = createRedis(config.redis, 'worker', 'works-api:prepare-events');
+        events = { events: new QueueEvents('prepare', { connection, prefix: bullPrefix(config.redis, 'prepare') }), connection };
         events.events.on('error', () => undefined);
       }
       return events.events;

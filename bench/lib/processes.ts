@@ -4,7 +4,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config, Env, QueueName } from '../../shared/config';
-import { bullPrefix } from '../../shared/queue/queues';
+import { bullPrefix } from '../../shared/redis/settings';
 import { spawnWorker } from '../../test/helpers/workers';
 
 export type WebMemory = NodeJS.MemoryUsage & { sockets: number };
@@ -112,7 +112,7 @@ export async function waitForWorkers(
   timeoutMs = 60_000,
 ): Promise<void> {
   const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
-  const handles = queues.map((name) => new Queue(name, { connection, prefix: bullPrefix(config.redis.prefix) }));
+  const handles = queues.map((name) => new Queue(name, { connection, prefix: bullPrefix(config.redis, name) }));
   let ended = false;
   void exited().then(() => (ended = true));
   try {

@@ -115,7 +115,7 @@ const COMMANDS: Record<string, Command> = {
 };
 
 const withRedis = async <T>(config: Config, fn: (redis: Redis) => Promise<T>): Promise<T> => {
-  const redis = createRedis(config.redis.url, 'worker', 'works-api:cli');
+  const redis = createRedis(config.redis, 'worker', 'works-api:cli');
   try {
     return await fn(redis);
   } finally {
@@ -125,7 +125,7 @@ const withRedis = async <T>(config: Config, fn: (redis: Redis) => Promise<T>): P
 
 const withQueues = <T>(config: Config, fn: (queues: Queues) => Promise<T>): Promise<T> =>
   withRedis(config, async (redis) => {
-    const queues = createQueues(redis, config.redis.prefix);
+    const queues = createQueues(redis, config.redis);
     try {
       return await fn(queues);
     } finally {

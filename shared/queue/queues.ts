@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions, type ConnectionOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Redis } from '../redis/client';
+import { bullPrefix, type RedisSettings } from '../redis/settings';
 import type { QueueName } from '../config';
 import type { Queues } from './jobs';
 
@@ -77,15 +78,14 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
   },
 };
 
-export function bullPrefix(redisPrefix: string): string {
-  return `${redisPrefix}:bull`;
-}
-
 /** Producer handles for every queue, sharing one connection. */
-export function createQueues(connection: Redis | ConnectionOptions, redisPrefix: string): Queues {
-  const prefix = bullPrefix(redisPrefix);
+export function createQueues(connection: Redis | ConnectionOptions, redis: RedisSettings): Queues {
   const entries = (Object.keys(QUEUE_DEFINITIONS) as QueueName[]).map((name) => {
-    const queue = new Queue(name, { connection, prefix, defaultJobOptions: QUEUE_DEFINITIONS[name].defaultJobOptions });
+    const queue = new Queue(name, {
+      connection,
+      prefix: bullPrefix(redis, name),
+      defaultJobOptions: QUEUE_DEFINITIONS[name].defaultJobOptions,
+    });
     queue.on('error', () => undefined);
     // every caller waiting on a job (the web's prepares) listens for the queue closing until its job ends
     queue.setMaxListeners(0);

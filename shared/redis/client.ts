@@ -1,29 +1,44 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis as Server, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisSettings } from './settings';
 
-export type { Redis };
+/** A connection to the service's Redis: one server, or a Redis Cluster (`REDIS_CLUSTER_NODES`). */
+export type Redis = Server | Cluster;
 
 /**
  * Two connection profiles. The web answers quickly when Redis is gone (a command fails at once and
  * the request gets 503) while it keeps reconnecting in the background; workers and BullMQ wait and retry.
+ * On a cluster the same profile applies to every node's connection, and ioredis follows MOVED/ASK and
+ * refreshes its slot map after a failover.
  */
-export function createRedis(url: string, profile: 'web' | 'worker', name: string, extra: RedisOptions = {}): Redis {
-  const common: RedisOptions = {
+export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', name: string, extra: RedisOptions = {}): Redis {
+  const retry = (attempt: number) => Math.min(attempt * 200, 2000);
+  const web = profile === 'web';
+  const { enableAutoPipelining = web, ...perNode } = extra;
+  const node: RedisOptions = {
     connectionName: name,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-    lazyConnect: false,
+    ...(web
+      ? { maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout: 2000 }
+      : { maxRetriesPerRequest: null, enableReadyCheck: true }),
+    ...perNode,
   };
-  const options: RedisOptions =
-    profile === 'web'
-      ? {
-          ...common,
-          enableOfflineQueue: false,
-          maxRetriesPerRequest: 0,
-          connectTimeout: 2000,
-          commandTimeout: 2000,
-          enableAutoPipelining: true,
-        }
-      : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
-  const client = new Redis(url, { ...options, ...extra });
+  let client: Redis;
+  if (settings.cluster) {
+    const { seeds, tls, username, password } = settings.cluster;
+    const options: ClusterOptions = {
+      clusterRetryStrategy: retry,
+      enableOfflineQueue: !web,
+      enableAutoPipelining,
+      // TLS checks the certificate against the name the node announces, not an address a lookup made of it
+      ...(tls ? { dnsLookup: (address: string, callback: (err: null, address: string) => void) => callback(null, address) } : {}),
+      redisOptions: { ...node, ...(tls ? { tls: {} } : {}), ...(username ? { username } : {}), ...(password ? { password } : {}) },
+    };
+    client = new Cluster(
+      seeds.map((s) => ({ ...s })),
+      options,
+    );
+  } else {
+    client = new Server(settings.url, { ...node, retryStrategy: retry, enableOfflineQueue: !web, enableAutoPipelining });
+  }
   // Connection errors are reported through readiness and per command; an unhandled 'error' event would crash.
   client.on('error', () => undefined);
   return client;
@@ -33,6 +48,9 @@ export function isRedisUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   return (
     err.name === 'MaxRetriesPerRequestError' ||
-    /enableOfflineQueue|Connection is closed|ECONNREFUSED|Command timed out|Stream isn't writeable/i.test(err.message)
+    err.name === 'ClusterAllFailedError' ||
+    /enableOfflineQueue|Connection is closed|ECONNREFUSED|Command timed out|Stream isn't writeable|CLUSTERDOWN|TRYAGAIN|refresh slots cache|startup nodes/i.test(
+      err.message,
+    )
   );
 }

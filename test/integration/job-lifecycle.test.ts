@@ -10,6 +10,8 @@ import { configWith } from '../helpers/services';
 import { adminToken } from '../helpers/identity';
 import { audioKey } from '../../shared/registration/service';
 import type { Resources } from '../../shared/resources';
+import { createRedis } from '../../shared/redis/client';
+import { bullPrefix } from '../../shared/redis/settings';
 
 /** Whether the bucket still holds an object. */
 const stored = (ctx: Resources, key: string) => objectExists(ctx.storage, key);
@@ -268,8 +270,8 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
 
         const sweep = await app.context.queues.maintenance.add('sweep-uploads', {});
         const maintenanceEvents = new QueueEvents('maintenance', {
-          connection: app.context.redis.duplicate(),
-          prefix: `${app.context.config.redis.prefix}:bull`,
+          connection: createRedis(app.context.config.redis, 'worker', 'job-lifecycle-test-events'),
+          prefix: bullPrefix(app.context.config.redis, 'maintenance'),
         });
         try {
           const result = (await sweep.waitUntilFinished(maintenanceEvents, 30_000)) as { deleted: number };

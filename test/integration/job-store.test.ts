@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { Redis } from 'ioredis';
-import { createRedis } from '../../shared/redis/client';
+import { createRedis, type Redis } from '../../shared/redis/client';
 import { JobStore, type JobState } from '../../shared/registration/job-store';
 import type { PreparedQuote, UploadSession } from '../../shared/registration/types';
 import { testServices } from '../helpers/services';
@@ -12,7 +11,7 @@ describe('job store: the moves of a job and the ones refused', () => {
   let store: JobStore;
   const org = randomUUID();
   before(() => {
-    redis = createRedis(testServices().config.redis.url, 'worker', 'job-store-test');
+    redis = createRedis(testServices().config.redis, 'worker', 'job-store-test');
     store = new JobStore(redis, `jobstore_${Date.now()}`);
   });
   after(() => redis.quit());

@@ -5,10 +5,11 @@ import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack, type TestStack } from '../helpers/workers';
 import { register } from '../helpers/registration';
 import { reconcileTransactions } from '../../shared/transactions/reconcile';
-import { bullPrefix } from '../../shared/queue/queues';
+import { bullPrefix } from '../../shared/redis/settings';
 import { reconcileDeliveries } from '../../shared/webhooks/reconcile';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { deliverEvent, deliveryReaches } from '../helpers/deliveries';
+import { createRedis } from '../../shared/redis/client';
 
 describe('reconciler', function () {
   this.timeout(120_000);
@@ -40,8 +41,8 @@ describe('reconciler', function () {
     expect(await reconcileTransactions(app.context, { idleSeconds: 60 })).to.not.include(txId);
 
     const events = new QueueEvents('chain', {
-      connection: app.context.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true }),
-      prefix: bullPrefix(config.redis.prefix),
+      connection: createRedis(config.redis, 'worker', 'reconcile-test-events'),
+      prefix: bullPrefix(config.redis, 'chain'),
     });
     await events.waitUntilReady();
     const chain = await startTestWorkers(config, ['chain']);

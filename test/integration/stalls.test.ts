@@ -5,9 +5,11 @@ import { eventually, startApp, type TestApp } from '../helpers/app';
 import { spawnWorker, type WorkerProcess } from '../helpers/workers';
 import { configWith, testServices } from '../helpers/services';
 import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
-import { QUEUE_DEFINITIONS, bullPrefix } from '../../shared/queue/queues';
+import { QUEUE_DEFINITIONS } from '../../shared/queue/queues';
+import { bullPrefix } from '../../shared/redis/settings';
 import { maxStalledCountOf } from '../../jobs/workers';
 import type { Env, QueueName } from '../../shared/config';
+import { createRedis } from '../../shared/redis/client';
 
 /**
  * Stalls (issue 17): a job whose worker process dies is run again by another, as often as its queue allows;
@@ -72,8 +74,8 @@ describe('jobs whose worker dies mid-job', function () {
       const attempts = await attemptRows(app.context, delivery.deliveryId);
       expect(attempts.filter((a) => a.status_code === 200)).to.have.length(1);
       const queue = new Queue('webhooks', {
-        connection: app.context.redis.duplicate(),
-        prefix: bullPrefix(app.context.config.redis.prefix),
+        connection: createRedis(app.context.config.redis, 'worker', 'stalls-test-queue'),
+        prefix: bullPrefix(app.context.config.redis, 'webhooks'),
       });
       try {
         const failed = await queue.getFailed();

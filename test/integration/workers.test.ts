@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
 import { openResources, type Resources } from '../../shared/resources';
-import { bullPrefix } from '../../shared/queue/queues';
+import { bullPrefix } from '../../shared/redis/settings';
 import { startWorkers } from '../../jobs/workers';
 import { configWith } from '../helpers/services';
 import { testLogger } from '../helpers/app';
+import { createRedis } from '../../shared/redis/client';
 
 describe('workers', () => {
   let ctx: Resources;
@@ -28,7 +29,10 @@ describe('workers', () => {
         return 'done';
       },
     });
-    const events = new QueueEvents('maintenance', { connection: ctx.redis.duplicate(), prefix: bullPrefix(ctx.config.redis.prefix) });
+    const events = new QueueEvents('maintenance', {
+      connection: createRedis(ctx.config.redis, 'worker', 'workers-test-events'),
+      prefix: bullPrefix(ctx.config.redis, 'maintenance'),
+    });
     await events.waitUntilReady();
     const job = await ctx.queues.maintenance.add('slow', { id: 1 });
     await running;

@@ -1,5 +1,5 @@
 import type { Resources } from '../../shared/resources';
-import { createRedis, type Redis } from '../../shared/redis/client';
+import { subscribe, type Subscription } from '../../shared/redis/subscriber';
 import type { TransactionView } from '../../shared/transactions/service';
 import { loadTransactionViews, parseTransactionUpdate, transactionUpdatesChannel } from '../../shared/transactions/updates';
 import { frame } from './feed';
@@ -17,35 +17,30 @@ const RESYNC_CHUNK = 500;
  */
 export class TransactionUpdatesHub {
   private readonly listeners = new Map<string, Set<UpdateListener>>();
-  private readonly subscriber: Redis;
-  private readonly subscribed: Promise<boolean>;
-  private connectedBefore = false;
+  private readonly subscription: Subscription;
 
   constructor(private readonly app: Resources) {
-    const channel = transactionUpdatesChannel(app.config.redis.prefix);
-    this.subscriber = createRedis(app.config.redis.url, 'worker', 'works-api:live-updates');
-    this.subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) this.onMessage(message);
-    });
-    this.subscriber.on('ready', () => {
-      // 'ready' comes before ioredis re-sends SUBSCRIBE; read PostgreSQL once that is on its way
-      if (this.connectedBefore) setImmediate(() => void this.resync());
-      this.connectedBefore = true;
-    });
-    this.subscribed = this.subscriber.subscribe(channel).then(
-      () => true,
-      (err: Error) => {
-        app.log.warn({ err: { message: err.message } }, 'live updates: could not subscribe');
-        return false;
+    this.subscription = subscribe(
+      app.config.redis,
+      'works-api:live-updates',
+      transactionUpdatesChannel(app.config.redis.prefix),
+      {
+        message: (message) => this.onMessage(message),
+        // read PostgreSQL once the new SUBSCRIBE is on its way
+        resubscribing: () => setImmediate(() => void this.resync()),
       },
+      app.redis,
     );
+    void this.subscription.subscribed.then((ok) => {
+      if (!ok) app.log.warn('live updates: could not subscribe');
+    });
   }
 
   /** Resolves once the subscription is active, or after `timeoutMs` (a reconnect then resyncs). */
   async whenSubscribed(timeoutMs = 2000): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
-    return Promise.race([this.subscribed, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([this.subscription.subscribed, timeout]).finally(() => clearTimeout(timer));
   }
 
   /** Follows a transaction; the returned function stops following it. */
@@ -66,7 +61,7 @@ export class TransactionUpdatesHub {
 
   close(): void {
     this.listeners.clear();
-    this.subscriber.disconnect();
+    this.subscription.close();
   }
 
   private onMessage(message: string): void {

@@ -50,7 +50,7 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
       out.DATABASE_URL = await createDatabaseIfMissing(pg.serverUrl, options.databaseName);
       step(`PostgreSQL: ${pg.source} server, database ${options.databaseName}`);
     }
-    if (!env.REDIS_URL) {
+    if (!env.REDIS_URL && !env.REDIS_CLUSTER_NODES) {
       const redis = await ensureRedis(undefined);
       stops.push(redis.stop);
       out.REDIS_URL = redis.url;

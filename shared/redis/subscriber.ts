@@ -1,0 +1,89 @@
+import { Cluster, Redis as Server } from 'ioredis';
+import { createRedis, type Redis } from './client';
+import type { ClusterSeed, RedisSettings } from './settings';
+
+export interface Subscription {
+  /** Resolves once the first subscription is active: true, or false if it could not be made. */
+  readonly subscribed: Promise<boolean>;
+  close(): void;
+}
+
+export interface SubscriptionHandlers {
+  message(message: string): void;
+  /**
+   * The subscription was lost and is being made again: what was published meanwhile is gone. Called as the
+   * new connection is ready, before its SUBSCRIBE is answered (so nothing published after this call is missed).
+   */
+  resubscribing(): void;
+}
+
+/** Failed reconnects to one cluster node before the subscription moves to another. */
+const ATTEMPTS_PER_NODE = 3;
+
+/**
+ * One connection subscribed to `channel`. On one server: that server, reconnecting for ever. On a cluster a
+ * PUBLISH reaches every node, so any node will do: it subscribes on one, and when that one stays away it moves
+ * on to the next node `cluster` knows of (ioredis's own cluster subscriber moves too, but silently, so a
+ * caller could not tell that it missed messages).
+ */
+export function subscribe(
+  settings: RedisSettings,
+  name: string,
+  channel: string,
+  handlers: SubscriptionHandlers,
+  cluster?: Redis,
+): Subscription {
+  let closed = false;
+  let readyBefore = false;
+  const wire = (connection: Redis): Promise<boolean> => {
+    connection.on('message', (from: string, message: string) => {
+      if (from === channel) handlers.message(message);
+    });
+    connection.on('ready', () => {
+      if (readyBefore) handlers.resubscribing();
+      readyBefore = true;
+    });
+    return connection.subscribe(channel).then(
+      () => true,
+      () => false,
+    );
+  };
+
+  if (!settings.cluster) {
+    const connection = createRedis(settings, 'worker', name);
+    return { subscribed: wire(connection), close: () => connection.disconnect() };
+  }
+
+  const { tls, username, password } = settings.cluster;
+  const nodes = (): ClusterSeed[] => {
+    const known = cluster instanceof Cluster ? cluster.nodes('all').map((n) => ({ host: n.options.host!, port: n.options.port! })) : [];
+    return known.length ? known : [...settings.cluster!.seeds];
+  };
+  let turn = 0;
+  let current: Server;
+  const connect = (): Promise<boolean> => {
+    const all = nodes();
+    const node = all[turn++ % all.length]!;
+    current = new Server({
+      ...node,
+      connectionName: name,
+      ...(tls ? { tls: {} } : {}),
+      ...(username ? { username } : {}),
+      ...(password ? { password } : {}),
+      maxRetriesPerRequest: null,
+      retryStrategy: (attempt) => (attempt > ATTEMPTS_PER_NODE ? null : attempt * 200),
+    });
+    current.on('error', () => undefined);
+    current.once('end', () => {
+      if (!closed) void connect();
+    });
+    return wire(current);
+  };
+  return {
+    subscribed: connect(),
+    close() {
+      closed = true;
+      current.disconnect();
+    },
+  };
+}

@@ -1,15 +1,17 @@
 import os from 'node:os';
 import path from 'node:path';
-import { promises as fs } from 'node:fs';
+import { promises as fs, rmSync } from 'node:fs';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { REDIS_INSTALL_HINT } from '../../shared/dev/embedded/redis';
 import { freePort, isListening, waitUntilListening } from '../../shared/dev/embedded/net';
 
 /** No `redis-server` on PATH: test files skip with this message (the issue allows a skip only then). */
 export class NoRedisServerError extends Error {
   constructor() {
-    super(`no redis-server binary on PATH, so no local Redis Cluster can be started. ${REDIS_INSTALL_HINT}`);
+    super(
+      'no redis-server binary on PATH, so no local Redis Cluster can be started: install one ' +
+        '(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) and run the tests again',
+    );
     this.name = 'NoRedisServerError';
   }
 }
@@ -57,6 +59,7 @@ export interface LocalRedisCluster {
 const SLOTS = 16384;
 const LOG_TAIL = 4096;
 const running = new Set<ChildProcess>();
+const directories = new Set<string>();
 let exitHookInstalled = false;
 
 interface NodeState {
@@ -67,6 +70,17 @@ interface NodeState {
   log: string;
 }
 
+/** startRedisCluster, or the calling hook or test skipped with the reason printed, when there is no redis-server. */
+export async function startRedisClusterOrSkip(context: Mocha.Context, options?: RedisClusterOptions): Promise<LocalRedisCluster> {
+  try {
+    return await startRedisCluster(options);
+  } catch (error) {
+    if (!(error instanceof NoRedisServerError)) throw error;
+    process.stdout.write(`      skipped: ${error.message}\n`);
+    context.skip();
+  }
+}
+
 /** A real Redis Cluster of `redis-server` processes on 127.0.0.1, slots assigned without redis-cli. */
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<LocalRedisCluster> {
   const { masters = 3, replicasPerMaster = 1, nodeTimeoutMs = 1000, timeoutMs = 20_000 } = options;
@@ -74,6 +88,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const modern = redisServerMajor() >= 7;
   installExitHook();
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'redis-cluster-'));
+  directories.add(dir);
   const states: NodeState[] = [];
   const masterAddresses: string[] = [];
 
@@ -120,6 +135,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     stop: async () => {
       await Promise.all(states.map(killNode));
       await fs.rm(dir, { recursive: true, force: true });
+      directories.delete(dir);
     },
   };
 
@@ -328,5 +344,6 @@ function installExitHook(): void {
   // reaches the children through the terminal's process group.)
   process.on('exit', () => {
     for (const child of running) child.kill('SIGKILL');
+    for (const dir of directories) rmSync(dir, { recursive: true, force: true });
   });
 }

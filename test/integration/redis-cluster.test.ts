@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
-import { NoRedisServerError, startRedisCluster, type LocalRedisCluster } from '../helpers/redis-cluster';
+import { startRedisClusterOrSkip, type LocalRedisCluster } from '../helpers/redis-cluster';
 
 const KEYS = 600;
 
@@ -16,13 +16,7 @@ describe('a local Redis Cluster (test harness)', function () {
   let client: Cluster;
 
   before(async function () {
-    try {
-      cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
-    } catch (error) {
-      if (!(error instanceof NoRedisServerError)) throw error;
-      process.stdout.write(`      skipped: ${error.message}\n`);
-      this.skip();
-    }
+    cluster = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 1 });
     client = new Cluster(cluster.nodes.map(hostPort));
   });
 
@@ -80,8 +74,8 @@ describe('a local Redis Cluster (test harness)', function () {
     expect(String(await client.cluster('INFO'))).to.include('cluster_state:ok');
   });
 
-  it('stop() leaves no redis-server behind, restarted ones included, and no directory', async () => {
-    const own = await startRedisCluster({ masters: 3, replicasPerMaster: 0 });
+  it('stop() leaves no redis-server behind, restarted ones included, and no directory', async function () {
+    const own = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 0 });
     const started = await own.all();
     // With no replica the killed master's slots wait for it: restarting it on its config file heals the cluster.
     const victim = await own.killMaster(1);

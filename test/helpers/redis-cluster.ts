@@ -50,7 +50,10 @@ export interface LocalRedisCluster {
   killMaster(which: number | { port: number }): Promise<ClusterNodeInfo>;
   /** Starts a killed node again on its port and cluster config file, so that it rejoins (as a replica if failed over). */
   restartNode(port: number): Promise<void>;
-  /** Until every live node says cluster_state:ok, every slot is served by a live master known to all, and every live replica's link is up. */
+  /**
+   * Until every live node says cluster_state:ok and sees every live node as either a master serving slots or a
+   * replica of a live master, all 16384 slots served by live masters; and every live replica's link is up.
+   */
   waitHealthy(timeoutMs?: number): Promise<void>;
   /** Kills every node and removes the temporary directory. */
   stop(): Promise<void>;
@@ -208,14 +211,26 @@ async function healthProblem(states: NodeState[]): Promise<string | undefined> {
   const live = states.filter((s) => s.child);
   const liveIds = new Set(live.map((s) => s.id));
   for (const s of live) {
+    const { exitCode, signalCode } = s.child!;
+    if (exitCode !== null || signalCode !== null) return `the node on ${s.port} exited by itself (${exitCode ?? signalCode}):\n${s.log}`;
+  }
+  for (const s of live) {
     const info = String(await command(s.port, 'CLUSTER', 'INFO'));
     if (!/cluster_state:ok/.test(info)) return `${s.port}: ${info.match(/cluster_state:\w+/)?.[0]}`;
     if (!info.includes(`cluster_slots_ok:${SLOTS}`)) return `${s.port}: ${info.match(/cluster_slots_ok:\d+/)?.[0]}`;
     const lines = parseNodes(String(await command(s.port, 'CLUSTER', 'NODES')));
+    const known = lines.filter((l) => liveIds.has(l.id)).length;
+    if (known !== liveIds.size) return `${s.port} knows ${known} of the ${liveIds.size} live nodes`;
     let served = 0;
     for (const l of lines) {
       const failing = l.flags.some((f) => f === 'fail' || f === 'fail?');
       if (liveIds.has(l.id) && failing) return `${s.port} sees live ${l.id.slice(0, 8)} as ${l.flags.join(',')}`;
+      // Every node here either serves slots or replicates a live master: a master without slots is one that came
+      // back and has not yet learnt that its slots moved on (it turns replica when it does).
+      if (liveIds.has(l.id) && l.flags.includes('master') && l.slots === 0)
+        return `${s.port} sees ${l.id.slice(0, 8)} as a master without slots`;
+      if (liveIds.has(l.id) && l.flags.includes('slave') && !liveIds.has(l.masterId ?? ''))
+        return `${s.port} sees ${l.id.slice(0, 8)} replicate a dead master`;
       if (l.slots === 0) continue;
       if (!liveIds.has(l.id) || failing || !l.flags.includes('master'))
         return `${s.port} sees slots on ${l.id.slice(0, 8)} (${l.flags.join(',')})`;

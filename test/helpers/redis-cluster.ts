@@ -21,6 +21,8 @@ export interface RedisClusterOptions {
   replicasPerMaster?: number;
   /** cluster-node-timeout: how long a silent master takes to be marked failing (failover follows soon after). */
   nodeTimeoutMs?: number;
+  /** requirepass (and masterauth, for the replicas) on every node: clients must then authenticate. */
+  password?: string;
   /** How long start, waitHealthy and restartNode wait on the cluster before they throw. */
   timeoutMs?: number;
 }
@@ -69,6 +71,7 @@ interface NodeState {
   port: number;
   busPort: number;
   id: string;
+  password: string | undefined;
   child: ChildProcess | undefined;
   log: string;
 }
@@ -86,7 +89,7 @@ export async function startRedisClusterOrSkip(context: Mocha.Context, options?: 
 
 /** A real Redis Cluster of `redis-server` processes on 127.0.0.1, slots assigned without redis-cli. */
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<LocalRedisCluster> {
-  const { masters = 3, replicasPerMaster = 1, nodeTimeoutMs = 1000, timeoutMs = 20_000 } = options;
+  const { masters = 3, replicasPerMaster = 1, nodeTimeoutMs = 1000, timeoutMs = 20_000, password } = options;
   // Redis 7 has cluster-port and CLUSTER ADDSLOTSRANGE; before it the bus is on port + 10000, slots go one by one.
   const modern = redisServerMajor() >= 7;
   installExitHook();
@@ -101,6 +104,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       ...['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${state.port}.conf`)],
       ...['--cluster-node-timeout', String(nodeTimeoutMs), '--cluster-replica-validity-factor', '0'],
       ...['--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--repl-diskless-sync-delay', '0'],
+      ...(password === undefined ? [] : ['--requirepass', password, '--masterauth', password]),
     ];
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     state.child = child;
@@ -145,7 +149,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   try {
     const count = masters * (1 + replicasPerMaster);
     for (let i = 0; i < count; i++) {
-      const state: NodeState = { port: 0, busPort: 0, id: '', child: undefined, log: '' };
+      const state: NodeState = { port: 0, busPort: 0, id: '', password, child: undefined, log: '' };
       // A free port can be taken between our probe and redis-server's bind: pick again then.
       for (let attempt = 1; ; attempt++) {
         [state.port, state.busPort] = await freePorts(modern);
@@ -158,7 +162,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
           state.log = '';
         }
       }
-      state.id = String(await command(state.port, 'CLUSTER', 'MYID'));
+      state.id = String(await command(state, 'CLUSTER', 'MYID'));
       states.push(state);
     }
     await assignSlots(states, masters, modern, timeoutMs);
@@ -173,13 +177,12 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
 
 async function assignSlots(states: NodeState[], masters: number, modern: boolean, timeoutMs: number): Promise<void> {
   // Distinct config epochs up front, as redis-cli does, so that no epoch collision has to be resolved.
-  for (const [i, s] of states.entries()) await command(s.port, 'CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1));
+  for (const [i, s] of states.entries()) await command(s, 'CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1));
   const [first, ...others] = states;
-  for (const s of others)
-    await command(first!.port, 'CLUSTER', 'MEET', '127.0.0.1', String(s.port), ...(modern ? [String(s.busPort)] : []));
+  for (const s of others) await command(first!, 'CLUSTER', 'MEET', '127.0.0.1', String(s.port), ...(modern ? [String(s.busPort)] : []));
   await waitFor('every node to know every other', timeoutMs, async () => {
     for (const s of states) {
-      const lines = parseNodes(String(await command(s.port, 'CLUSTER', 'NODES')));
+      const lines = parseNodes(String(await command(s, 'CLUSTER', 'NODES')));
       if (lines.length < states.length || lines.some((l) => l.flags.some((f) => f === 'handshake' || f === 'noaddr'))) {
         return `${s.port} knows ${lines.length}/${states.length} nodes`;
       }
@@ -189,15 +192,15 @@ async function assignSlots(states: NodeState[], masters: number, modern: boolean
   for (let m = 0; m < masters; m++) {
     const from = Math.floor((m * SLOTS) / masters);
     const to = Math.floor(((m + 1) * SLOTS) / masters) - 1;
-    if (modern) await command(states[m]!.port, 'CLUSTER', 'ADDSLOTSRANGE', String(from), String(to));
-    else for (let s = from; s <= to; s += 1000) await command(states[m]!.port, 'CLUSTER', 'ADDSLOTS', ...range(s, Math.min(s + 999, to)));
+    if (modern) await command(states[m]!, 'CLUSTER', 'ADDSLOTSRANGE', String(from), String(to));
+    else for (let s = from; s <= to; s += 1000) await command(states[m]!, 'CLUSTER', 'ADDSLOTS', ...range(s, Math.min(s + 999, to)));
   }
   for (let r = masters; r < states.length; r++) {
     const master = states[(r - masters) % masters]!;
     // The replica must have learnt through gossip that its master is one before it accepts REPLICATE.
     await waitFor(`${states[r]!.port} to replicate ${master.port}`, timeoutMs, async () => {
       try {
-        await command(states[r]!.port, 'CLUSTER', 'REPLICATE', master.id);
+        await command(states[r]!, 'CLUSTER', 'REPLICATE', master.id);
         return undefined;
       } catch (error) {
         return (error as Error).message;
@@ -215,10 +218,10 @@ async function healthProblem(states: NodeState[]): Promise<string | undefined> {
     if (exitCode !== null || signalCode !== null) return `the node on ${s.port} exited by itself (${exitCode ?? signalCode}):\n${s.log}`;
   }
   for (const s of live) {
-    const info = String(await command(s.port, 'CLUSTER', 'INFO'));
+    const info = String(await command(s, 'CLUSTER', 'INFO'));
     if (!/cluster_state:ok/.test(info)) return `${s.port}: ${info.match(/cluster_state:\w+/)?.[0]}`;
     if (!info.includes(`cluster_slots_ok:${SLOTS}`)) return `${s.port}: ${info.match(/cluster_slots_ok:\d+/)?.[0]}`;
-    const lines = parseNodes(String(await command(s.port, 'CLUSTER', 'NODES')));
+    const lines = parseNodes(String(await command(s, 'CLUSTER', 'NODES')));
     const known = lines.filter((l) => liveIds.has(l.id)).length;
     if (known !== liveIds.size) return `${s.port} knows ${known} of the ${liveIds.size} live nodes`;
     let served = 0;
@@ -239,7 +242,7 @@ async function healthProblem(states: NodeState[]): Promise<string | undefined> {
     if (served !== SLOTS) return `${s.port} sees ${served} slots served`;
     const me = lines.find((l) => l.flags.includes('myself'));
     if (me?.flags.includes('slave')) {
-      const replication = String(await command(s.port, 'INFO', 'replication'));
+      const replication = String(await command(s, 'INFO', 'replication'));
       if (!/master_link_status:up/.test(replication)) return `${s.port}: replica link down`;
     }
   }
@@ -248,7 +251,7 @@ async function healthProblem(states: NodeState[]): Promise<string | undefined> {
 
 async function describeNodes(states: NodeState[]): Promise<ClusterNodeInfo[]> {
   const reporter = states.find((s) => s.child);
-  const lines = reporter ? parseNodes(String(await command(reporter.port, 'CLUSTER', 'NODES'))) : [];
+  const lines = reporter ? parseNodes(String(await command(reporter, 'CLUSTER', 'NODES'))) : [];
   return states.map((s) => {
     const line = lines.find((l) => l.id === s.id);
     const replica = line?.flags.includes('slave') ?? false;
@@ -288,10 +291,11 @@ function parseNodes(text: string): NodesLine[] {
 }
 
 /** One command on a fresh connection to one node (no cluster redirection; no retry). */
-async function command(port: number, name: string, ...args: string[]): Promise<unknown> {
+async function command(node: NodeState, name: string, ...args: string[]): Promise<unknown> {
   const client = new Redis({
     host: '127.0.0.1',
-    port,
+    port: node.port,
+    password: node.password,
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,

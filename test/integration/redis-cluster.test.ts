@@ -91,6 +91,28 @@ describe('a local Redis Cluster (test harness)', function () {
       (error: NodeJS.ErrnoException) => expect(error.code).to.equal('ENOENT'),
     );
   });
+
+  it('with a password, refuses a Cluster client without it and serves one that gives it in redisOptions', async function () {
+    const own = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 0, password: 'cluster-secret' });
+    const anonymous = new Cluster(own.nodes.map(hostPort), { clusterRetryStrategy: () => null });
+    const authenticated = new Cluster(own.nodes.map(hostPort), { redisOptions: { password: 'cluster-secret' } });
+    const refused: string[] = [];
+    // ioredis's ClusterAllFailedError carries the node's own reply as lastNodeError
+    anonymous.on('error', (error: Error & { lastNodeError?: Error }) => refused.push(`${error.message} ${error.lastNodeError?.message}`));
+    try {
+      await anonymous.set('k', 'v').then(
+        () => expect.fail('a client without the password was served'),
+        (error: Error) => expect(error.message).to.equal('None of startup nodes is available'),
+      );
+      expect(refused.join('\n')).to.include('NOAUTH');
+      await authenticated.set('k', 'v');
+      expect(await authenticated.get('k')).to.equal('v');
+    } finally {
+      anonymous.disconnect();
+      authenticated.disconnect();
+      await own.stop();
+    }
+  });
 });
 
 function hostPort(address: string): { host: string; port: number } {

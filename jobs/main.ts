@@ -3,7 +3,7 @@ import { createLogger, type Logger } from '../shared/logger';
 import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
-import { scheduleMaintenance } from './maintenance/processor';
+import { keepMaintenanceScheduled } from './maintenance/processor';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -34,20 +34,11 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
       () => undefined,
     );
   }
-  if (queues.includes('maintenance')) {
-    await scheduleMaintenance(context);
-    // Redis may come back empty (a restart without persistence, a flush): put the schedules back each time.
-    context.redis.on(
-      'ready',
-      () =>
-        void scheduleMaintenance(context).catch((err: Error) =>
-          context.log.warn({ err: { message: err.message } }, 'could not schedule maintenance'),
-        ),
-    );
-  }
+  const unwatch = queues.includes('maintenance') ? await keepMaintenanceScheduled(context) : undefined;
   return {
     queues,
     async stop() {
+      unwatch?.();
       await running.stop();
       await context.close();
     },

@@ -1,4 +1,4 @@
-import { Worker, type Processor } from 'bullmq';
+import { Queue, Worker, type Processor } from 'bullmq';
 import type { QueueName } from '../shared/config';
 import type { Resources } from '../shared/resources';
 import type { JobData } from '../shared/queue/jobs';
@@ -6,6 +6,7 @@ import { QUEUE_DEFINITIONS } from '../shared/queue/queues';
 import { bullPrefix } from '../shared/redis/settings';
 import { createRedis, type Redis } from '../shared/redis/client';
 import { deliveryStallAllowance, scheduleBackoff } from '../shared/webhooks/retry-policy';
+import { watched, watchWorkers, type Watched } from './watchdog';
 
 /** A queue's processor, and what to wait for on shutdown besides its jobs (work it carries on outside them). */
 export interface QueueProcessor<Data> {
@@ -44,22 +45,24 @@ export function maxStalledCountOf(ctx: Resources, name: QueueName): number {
   return count === 'schedule' ? deliveryStallAllowance(ctx.config.webhooks.retrySchedule) : count;
 }
 
-/** Starts one BullMQ worker per named queue, each with its own blocking connection. */
+/**
+ * Starts one BullMQ worker per named queue, each with its own blocking connection, each watched: a worker
+ * wedged after Redis went away under it is replaced by a new one (watchdog.ts), every `WORKER_LOCK_MS`.
+ */
 export function startWorkers(ctx: Resources, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
   const connections: Redis[] = [];
   const settlers: (() => Promise<void>)[] = [];
-  const workers = queues.map((name) => {
-    const factory = registry[name];
-    if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
+  const retiring: Promise<unknown>[] = [];
+  const unwatch: (() => void)[] = [];
+  const probes: Queue[] = [];
+  const start = (name: QueueName, processor: Processor): Watched => {
     const connection = createRedis(ctx.config.redis, 'worker', `works-api:worker:${name}`);
     connections.push(connection);
-    // each queue's processor takes its own JobData; the worker of that queue only ever hands it that
-    const made = factory(ctx) as Processor | QueueProcessor<unknown>;
-    if (typeof made !== 'function') settlers.push(() => made.settle());
-    const worker = new Worker(name, typeof made === 'function' ? made : made.process, {
+    const concurrency = concurrencyOf(ctx, name);
+    const worker = new Worker(name, processor, {
       connection,
       prefix: bullPrefix(ctx.config.redis, name),
-      concurrency: concurrencyOf(ctx, name),
+      concurrency,
       autorun: true,
       // a dead worker's job is found stalled and run again by another within about a lock period
       lockDuration: ctx.config.workers.lockMs,
@@ -73,11 +76,36 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'),
     );
     worker.on('error', (err) => log.error({ err: { message: err.message } }, 'worker error'));
-    return worker;
+    return watched(worker, concurrency);
+  };
+  const running = queues.map((name) => {
+    const factory = registry[name];
+    if (!factory) throw new Error(`no processor is registered for queue "${name}"`);
+    // each queue's processor takes its own JobData; the worker of that queue only ever hands it that
+    const made = factory(ctx) as Processor | QueueProcessor<unknown>;
+    if (typeof made !== 'function') settlers.push(() => made.settle());
+    const processor = typeof made === 'function' ? made : made.process;
+    const slot = { current: start(name, processor) };
+    const probe = createRedis(ctx.config.redis, 'worker', `works-api:worker:${name}:watch`);
+    connections.push(probe);
+    const queue = new Queue(name, { connection: probe, prefix: bullPrefix(ctx.config.redis, name) });
+    queue.on('error', () => undefined);
+    probes.push(queue);
+    const replace = () => {
+      // the wedged one finishes the jobs it runs (its connection still answers), then closes
+      retiring.push(slot.current.worker.close().catch(() => undefined));
+      slot.current = start(name, processor);
+    };
+    unwatch.push(watchWorkers(queue, () => slot.current, replace, ctx.config.workers.lockMs, ctx.log.child({ queue: name })));
+    return slot;
   });
   return {
-    workers,
+    get workers() {
+      return running.map((slot) => slot.current.worker);
+    },
     async stop(graceMs = 25_000) {
+      for (const stopWatching of unwatch) stopWatching();
+      const workers = running.map((slot) => slot.current.worker);
       let timer: NodeJS.Timeout | undefined;
       // pause() stops taking jobs and waits for the active ones; close() is then immediate. Past the grace
       // period, close(true) lets go: the job's lock lapses and BullMQ's stalled-job check hands it to another worker.
@@ -86,6 +114,9 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       const outcome = await Promise.race([drained, expired]);
       clearTimeout(timer);
       await Promise.all(workers.map((w) => w.close(outcome === 'expired')));
+      // a replaced worker may never close (it was wedged): its connection is cut below regardless
+      await Promise.race([Promise.all(retiring), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      await Promise.all(probes.map((q) => q.close().catch(() => undefined)));
       await Promise.all(
         connections.map((c) =>
           c

@@ -28,9 +28,40 @@ export const maintenanceProcessor =
     throw new Error(`unknown maintenance job ${job.name}`);
   };
 
+const schedules = (app: Resources): [string, number][] => [
+  [RECONCILE_JOB, app.config.reconcile.everyMs],
+  [PRUNE_WEBHOOK_ATTEMPTS_JOB, PRUNE_EVERY_MS],
+  [SWEEP_UPLOADS_JOB, SWEEP_UPLOADS_EVERY_MS],
+];
+
 /** Schedules the housekeeping once per deployment (BullMQ keeps one schedule per id, however many workers call it). */
 export async function scheduleMaintenance(app: Resources): Promise<void> {
-  await scheduleRepeatable(app.queues, RECONCILE_JOB, app.config.reconcile.everyMs);
-  await scheduleRepeatable(app.queues, PRUNE_WEBHOOK_ATTEMPTS_JOB, PRUNE_EVERY_MS);
-  await scheduleRepeatable(app.queues, SWEEP_UPLOADS_JOB, SWEEP_UPLOADS_EVERY_MS);
+  for (const [name, everyMs] of schedules(app)) await scheduleRepeatable(app.queues, name, everyMs);
+}
+
+/**
+ * Schedules the housekeeping and keeps it scheduled. Redis may come back empty (a restart without persistence,
+ * a flush, a cluster shard lost with its replica) and take the schedules with it, the reconciler's included,
+ * which is what would find the work that Redis lost. So each time the connection is ready again, and every
+ * reconcile period (a cluster stays ready while one of its shards comes back empty), a schedule that is missing
+ * is put back. Returns the function that stops watching.
+ */
+export async function keepMaintenanceScheduled(app: Resources): Promise<() => void> {
+  await scheduleMaintenance(app);
+  const restore = () =>
+    void restoreMissing(app).catch((err: Error) => app.log.warn({ err: { message: err.message } }, 'could not schedule maintenance'));
+  app.redis.on('ready', restore);
+  const timer = setInterval(restore, app.config.reconcile.everyMs).unref();
+  return () => {
+    clearInterval(timer);
+    app.redis.off('ready', restore);
+  };
+}
+
+async function restoreMissing(app: Resources): Promise<void> {
+  for (const [name, everyMs] of schedules(app)) {
+    if (await app.queues.maintenance.getJobScheduler(name)) continue;
+    await scheduleRepeatable(app.queues, name, everyMs);
+    app.log.warn({ schedule: name }, 'maintenance schedule was missing from Redis: put back');
+  }
 }

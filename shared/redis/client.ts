@@ -26,6 +26,12 @@ export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', 
     const { seeds, tls, username, password } = settings.cluster;
     const options: ClusterOptions = {
       clusterRetryStrategy: retry,
+      // While a failover runs, other nodes still redirect to the dead master and then answer CLUSTERDOWN (full
+      // coverage): each retry waits, and a worker waits through about 15 s of it, the web about 2 s (then 503).
+      retryDelayOnMoved: 100,
+      retryDelayOnFailover: 300,
+      retryDelayOnClusterDown: 300,
+      maxRedirections: web ? 6 : 50,
       enableOfflineQueue: !web,
       enableAutoPipelining,
       // TLS checks the certificate against the name the node announces, not an address a lookup made of it
@@ -49,7 +55,7 @@ export function isRedisUnavailable(err: unknown): boolean {
   return (
     err.name === 'MaxRetriesPerRequestError' ||
     err.name === 'ClusterAllFailedError' ||
-    /enableOfflineQueue|Connection is closed|ECONNREFUSED|Command timed out|Stream isn't writeable|CLUSTERDOWN|TRYAGAIN|refresh slots cache|startup nodes/i.test(
+    /enableOfflineQueue|Connection is closed|ECONNREFUSED|Command timed out|Stream isn't writeable|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|startup nodes/i.test(
       err.message,
     )
   );

@@ -50,6 +50,11 @@ export interface LocalRedisCluster {
   all(): Promise<ClusterNodeInfo[]>;
   /** SIGKILLs a master: the `index`-th of the current masters (in port order), or the master on `port`. */
   killMaster(which: number | { port: number }): Promise<ClusterNodeInfo>;
+  /**
+   * SIGKILLs, at once, the master serving `key`'s slot and every replica of it: that shard's data is gone, and
+   * its slots are unserved until the nodes are restarted (empty). Returns their ports.
+   */
+  killShardOf(key: string): Promise<number[]>;
   /** Starts a killed node again on its port and cluster config file, so that it rejoins (as a replica if failed over). */
   restartNode(port: number): Promise<void>;
   /**
@@ -130,6 +135,17 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       if (!victim) throw new Error(`no live master ${JSON.stringify(which)} among ${current.map((n) => n.port).join(', ')}`);
       await killNode(states.find((s) => s.port === victim.port)!);
       return { ...victim, alive: false, pid: undefined };
+    },
+    killShardOf: async (key) => {
+      const reporter = states.find((st) => st.child)!;
+      const slot = Number(await command(reporter, 'CLUSTER', 'KEYSLOT', key));
+      // each entry: first slot, last slot, then the master and its replicas as [host, port, id]
+      const ranges = (await command(reporter, 'CLUSTER', 'SLOTS')) as [number, number, ...[string, number, string][]][];
+      const shard = ranges.find(([from, to]) => slot >= from && slot <= to);
+      if (!shard) throw new Error(`no node serves slot ${slot} of ${key}`);
+      const ports = shard.slice(2).map((member) => Number((member as [string, number, string])[1]));
+      await Promise.all(ports.map((port) => killNode(states.find((st) => st.port === port)!)));
+      return ports;
     },
     restartNode: async (port) => {
       const state = states.find((s) => s.port === port);

@@ -1,141 +1,179 @@
 import { expect } from 'chai';
-import { promises as fs } from 'node:fs';
-import { Cluster, type Redis } from 'ioredis';
+import { ApiPromise, WsProvider } from '@polkadot/api';
+import { Cluster } from 'ioredis';
+import type { Config } from '../../shared/config';
+import { bullPrefix } from '../../shared/redis/settings';
+import { keepMaintenanceScheduled } from '../../jobs/maintenance/processor';
+import { call, logsFromNow, startApp, type TestApp } from '../helpers/app';
+import { createKey, createOrg } from '../helpers/factories';
+import { addVersion, creator, initBody, register, settled } from '../helpers/registration';
+import { WebhookReceiver, verifySignature } from '../helpers/receiver';
+import { configWith, testServices } from '../helpers/services';
+import { startTestWorkers, type TestWorkers } from '../helpers/workers';
+import { connect, connectSocketIo, STEPS, type Frame } from '../helpers/live';
+import { expectExactlyOnce } from '../helpers/exactly-once';
 import { startRedisClusterOrSkip, type LocalRedisCluster } from '../helpers/redis-cluster';
 
-const KEYS = 600;
-
 /**
- * The harness's real Redis Cluster (test/helpers/redis-cluster.ts): three masters with a replica each on
- * 127.0.0.1, reached through ioredis's Cluster as the service reaches one. A master SIGKILLed after its
- * replica acknowledged its writes (WAIT) loses none of them to the failover, and comes back as a replica.
+ * The service on a real Redis Cluster (three masters, a replica each, started from `redis-server`): every
+ * Redis user goes through ioredis's `Cluster`, and a command that crossed slots would fail the flow with
+ * CROSSSLOT. Then a master and its replica die together and come back empty, taking the chain queue with
+ * them: every confirmed registration is still anchored once and charged once, through the reconciler.
  */
-describe('a local Redis Cluster (test harness)', function () {
-  this.timeout(60_000);
+describe('on a Redis Cluster', function () {
+  this.timeout(240_000);
+  const prefix = `cluster_${Date.now().toString(36)}`;
   let cluster: LocalRedisCluster;
-  let client: Cluster;
+  let config: Config;
+  let app: TestApp;
+  let workers: TestWorkers;
+  let admin: Cluster;
 
   before(async function () {
     cluster = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 1 });
-    client = new Cluster(cluster.nodes.map(hostPort));
+    config = configWith({
+      REDIS_URL: undefined,
+      REDIS_CLUSTER_NODES: cluster.nodes.join(','),
+      REDIS_PREFIX: prefix,
+      WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+      RECONCILE_EVERY_MS: '1000',
+      RECONCILE_IDLE_SECONDS: '2',
+      // a worker wedged by the lost shard is replaced within two lock periods (jobs/watchdog.ts)
+      WORKER_LOCK_MS: '2000',
+    });
+    app = await startApp(config);
+    workers = await startTestWorkers(config, ['prepare', 'chain', 'webhooks', 'maintenance', 'certificates']);
+    admin = new Cluster(cluster.nodes.map((n: string) => ({ host: n.split(':')[0], port: Number(n.split(':')[1]) })));
   });
 
   after(async () => {
-    client?.disconnect();
+    await workers?.stop();
+    await app?.close();
+    admin?.disconnect();
     await cluster?.stop();
   });
 
-  it('serves all 16384 slots from three masters, each with one replica of its own', async () => {
-    const nodes = await cluster.all();
-    const masters = nodes.filter((n) => n.role === 'master');
-    expect(masters).to.have.length(3);
-    expect(nodes.filter((n) => n.alive)).to.have.length(6);
-    for (const master of masters)
-      expect(
-        nodes.filter((n) => n.masterId === master.id),
-        `replicas of ${master.port}`,
-      ).to.have.length(1);
-    expect(cluster.nodes).to.have.length(3);
-    const info = String(await client.cluster('INFO'));
-    expect(info).to.include('cluster_state:ok').and.include('cluster_slots_ok:16384');
-  });
-
-  it('keeps every write a replica acknowledged when its master is SIGKILLed, and takes the master back as a replica', async () => {
-    const run = `k${Date.now().toString(36)}`;
-    for (let i = 0; i < KEYS; i++) await client.set(`${run}:${i}`, `v${i}`);
-    const masters = client.nodes('master');
-    const held = await Promise.all(masters.map((m) => keysOn(m, run)));
-    for (const [i, keys] of held.entries()) expect(keys.length, `keys on ${masters[i]!.options.port}`).to.be.greaterThan(0);
-    expect(held.flat()).to.have.length(KEYS);
-
-    const before = await cluster.all();
-    const victim = before.filter((n) => n.role === 'master').sort((a, b) => a.port - b.port)[0]!;
-    const heir = before.find((n) => n.masterId === victim.id)!;
-    // WAIT on the very connection the Cluster client wrote through: the replica has everything sent on it.
-    const victimConnection = masters.find((m) => m.options.port === victim.port)!;
-    expect(await victimConnection.wait(1, 5000)).to.be.at.least(1);
-    const lostWithIt = held[masters.indexOf(victimConnection)]!;
-
-    await cluster.killMaster({ port: victim.port });
-    await cluster.waitHealthy();
-    const after = await cluster.all();
-    expect(after.find((n) => n.port === heir.port)).to.include({ role: 'master', alive: true });
-    expect(after.find((n) => n.port === victim.port)).to.include({ alive: false, pid: undefined });
-
-    const values = await Promise.all(lostWithIt.map((key) => client.get(key)));
-    expect(values).to.deep.equal(lostWithIt.map((key) => `v${key.split(':')[1]}`));
-    await client.set(`${run}:after`, 'x');
-
-    await cluster.restartNode(victim.port);
-    await cluster.waitHealthy();
-    const rejoined = (await cluster.all()).find((n) => n.port === victim.port)!;
-    expect(rejoined).to.include({ alive: true, role: 'replica', masterId: heir.id });
-    expect(rejoined.pid).to.be.a('number');
-    expect(String(await client.cluster('INFO'))).to.include('cluster_state:ok');
-  });
-
-  it('stop() leaves no redis-server behind, restarted ones included, and no directory', async function () {
-    const own = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 0 });
-    const started = await own.all();
-    // With no replica the killed master's slots wait for it: restarting it on its config file heals the cluster.
-    const victim = await own.killMaster(1);
-    await own.restartNode(victim.port);
-    await own.waitHealthy();
-    const pids = [...new Set([...started, ...(await own.all())].map((n) => n.pid!))];
-    expect(pids).to.have.length(4);
-    expect(pids.filter(isRunning)).to.have.length(3);
-    await own.stop();
-    expect(pids.filter(isRunning)).to.deep.equal([]);
-    await fs.access(own.dir).then(
-      () => expect.fail(`${own.dir} is still there`),
-      (error: NodeJS.ErrnoException) => expect(error.code).to.equal('ENOENT'),
-    );
-  });
-
-  it('with a password, refuses a Cluster client without it and serves one that gives it in redisOptions', async function () {
-    const own = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 0, password: 'cluster-secret' });
-    const anonymous = new Cluster(own.nodes.map(hostPort), { clusterRetryStrategy: () => null });
-    const authenticated = new Cluster(own.nodes.map(hostPort), { redisOptions: { password: 'cluster-secret' } });
-    const refused: string[] = [];
-    // ioredis's ClusterAllFailedError carries the node's own reply as lastNodeError
-    anonymous.on('error', (error: Error & { lastNodeError?: Error }) => refused.push(`${error.message} ${error.lastNodeError?.message}`));
+  it('registers a work, adds a version, tracks both live and retries a webhook', async () => {
+    const receiver = await new WebhookReceiver().start();
+    // the first attempt of every delivery fails: each webhook arrives on its retry
+    const seen = new Set<string>();
+    receiver.respond = (r) => {
+      const id = String(r.headers['x-service-delivery']);
+      if (seen.has(id)) return { status: 200 };
+      seen.add(id);
+      return { status: 503 };
+    };
     try {
-      await anonymous.set('k', 'v').then(
-        () => expect.fail('a client without the password was served'),
-        (error: Error) => expect(error.message).to.equal('None of startup nodes is available'),
-      );
-      expect(refused.join('\n')).to.include('NOAUTH');
-      await authenticated.set('k', 'v');
-      expect(await authenticated.get('k')).to.equal('v');
+      const key = await createKey(app.context, await createOrg(app.context), undefined, receiver.url);
+      // the same transaction followed over the plain WebSocket and over socket.io from its first step
+      await app.context.queues.chain.pause();
+      const ioFrames: Frame[] = [];
+      let txId: string, ws, io, ioDone;
+      try {
+        const registered = await register(app.url, key.token, initBody());
+        expect(registered.confirm.status).to.equal(202);
+        txId = registered.confirm.body.transaction_id;
+        ws = await connect(app.url, `/v1/ws/transactions/${txId}`, key.token);
+        io = await connectSocketIo(app.url, key.token);
+        ioDone = new Promise<void>((resolve) =>
+          io!.on('update', (frame: Frame) => {
+            ioFrames.push(frame);
+            if (frame.transaction.is_complete) resolve();
+          }),
+        );
+        ioFrames.push(await io.timeout(10_000).emitWithAck('subscribe', txId));
+      } finally {
+        await app.context.queues.chain.resume();
+      }
+      expect((await ws.closed).code).to.equal(1000);
+      await ioDone;
+      io.close();
+      expect(ws.frames.map((f) => f.transaction.current_step)).to.deep.equal(STEPS);
+      expect(ioFrames.map((f) => f.transaction.current_step)).to.deep.equal(STEPS);
+      const row = await settled(app.context, txId);
+      expect(row.status).to.equal('finalized');
+
+      const version = await addVersion(app.url, key.token, Number(row.ats_id), {
+        network: 'testnet',
+        creators: [creator({ full_name: 'Second Hand' })],
+      });
+      expect(version.confirm.status).to.equal(202);
+      expect((await settled(app.context, version.confirm.body.transaction_id)).status).to.equal('finalized');
+      const versions = await call(app.url, 'GET', `/v1/works/${row.ats_id}/versions`, { token: key.token });
+      expect(versions.body.versions.map((v: { version: number }) => v.version)).to.deep.equal([1, 2]);
+
+      // two events, each refused once and acknowledged on its retry, signed both times
+      const received = await receiver.waitFor(4);
+      const byDelivery = new Map<string, number[]>();
+      for (const [i, r] of received.entries()) {
+        expect(verifySignature(key.webhookSecret, r)).to.equal(true);
+        const id = String(r.headers['x-service-delivery']);
+        byDelivery.set(id, [...(byDelivery.get(id) ?? []), i]);
+      }
+      expect([...byDelivery.values()].map((attempts) => attempts.length)).to.deep.equal([2, 2]);
+      expect(received.map((r) => r.body.event).sort()).to.deep.equal([
+        'work_registered',
+        'work_registered',
+        'work_updated',
+        'work_updated',
+      ]);
     } finally {
-      anonymous.disconnect();
-      authenticated.disconnect();
-      await own.stop();
+      await receiver.stop();
+    }
+
+    // the service's keys share one slot, and the queues spread over the masters
+    const masters = admin.nodes('master');
+    const tags = new Map<string, Set<string>>();
+    for (const node of masters) {
+      for (const k of await node.keys(`*${prefix}*`)) {
+        const tag = /^\{([^}]+)\}/.exec(k)?.[1];
+        expect(tag, `key ${k} has a hash tag`).to.be.a('string');
+        tags.set(tag!, (tags.get(tag!) ?? new Set()).add(`${node.options.port}`));
+      }
+    }
+    expect([...tags.keys()].sort()).to.include.members([
+      prefix,
+      `${prefix}:bull:chain`,
+      `${prefix}:bull:webhooks`,
+      `${prefix}:bull:prepare`,
+    ]);
+    for (const [tag, nodes] of tags) expect([...nodes], `keys of {${tag}}`).to.have.length(1);
+    expect(new Set([...tags.values()].map((n) => [...n][0])).size).to.be.greaterThan(1);
+  });
+
+  it('loses nothing confirmed when the master holding the chain queue and its replica die and come back empty', async () => {
+    const api = await ApiPromise.create({ provider: new WsProvider(testServices().config.chains[0]!.wsUrl), noInitWarn: true });
+    // what a maintenance worker process does (jobs/main.ts): schedule the housekeeping and keep it scheduled
+    const unwatch = await keepMaintenanceScheduled(app.context);
+    try {
+      const org = await createOrg(app.context);
+      const key = await createKey(app.context, org);
+      const fromBlock = (await api.rpc.chain.getHeader()).number.toNumber();
+      // confirmed while no chain worker takes them: their jobs wait in the chain queue's slot
+      await app.context.queues.chain.pause();
+      const ids: string[] = [];
+      try {
+        for (let i = 0; i < 5; i++) {
+          const r = await register(app.url, key.token, initBody({ title: `Lost and found ${i}` }));
+          expect(r.confirm.status).to.equal(202);
+          ids.push(r.confirm.body.transaction_id);
+        }
+      } catch (err) {
+        await app.context.queues.chain.resume();
+        throw err;
+      }
+      const queue = bullPrefix(config.redis, 'chain');
+      const waiting = await app.context.queues.chain.getJobCounts('waiting', 'prioritized');
+      expect(Object.values(waiting).reduce((a, b) => a + b, 0)).to.equal(5);
+      const logs = logsFromNow();
+      // the shard goes, pause flag and jobs with it; it comes back empty and the queue runs again
+      for (const port of await cluster.killShardOf(`${queue}:chain:meta`)) await cluster.restartNode(port);
+      await cluster.waitHealthy();
+      await expectExactlyOnce(app.context, api, org, ids, fromBlock);
+      expect(logs().some((line) => line.includes('reconciler re-enqueued stuck transactions'))).to.equal(true);
+    } finally {
+      unwatch();
+      await api.disconnect();
     }
   });
 });
-
-function hostPort(address: string): { host: string; port: number } {
-  const [host = '', port = ''] = address.split(':');
-  return { host, port: Number(port) };
-}
-
-async function keysOn(node: Redis, prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    keys.push(...batch);
-    cursor = next;
-  } while (cursor !== '0');
-  return keys;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -4,7 +4,7 @@ import { openResources, type Resources } from '../../shared/resources';
 import { bullPrefix } from '../../shared/redis/settings';
 import { startWorkers } from '../../jobs/workers';
 import { configWith } from '../helpers/services';
-import { testLogger } from '../helpers/app';
+import { eventually, logsFromNow, testLogger } from '../helpers/app';
 import { createRedis } from '../../shared/redis/client';
 
 describe('workers', () => {
@@ -90,5 +90,63 @@ describe('workers', () => {
 
   it('refuse a queue without a processor', () => {
     expect(() => startWorkers(ctx, ['webhooks'], {})).to.throw(/no processor is registered for queue "webhooks"/);
+  });
+});
+
+describe('a wedged worker', () => {
+  let ctx: Resources;
+  beforeEach(() => {
+    ctx = openResources(
+      configWith({ REDIS_PREFIX: `wedged_${Date.now()}_${Math.random().toString(36).slice(2)}`, WORKER_LOCK_MS: '1000' }),
+      testLogger(),
+      'dev',
+    );
+  });
+  afterEach(() => ctx.close());
+
+  it('is replaced once jobs have waited through two checks while it had room and started none', async () => {
+    const seen: string[] = [];
+    const logs = logsFromNow();
+    const running = startWorkers(ctx, ['maintenance'], { maintenance: () => async (job) => void seen.push(job.name) });
+    try {
+      const [original] = running.workers;
+      await original!.waitUntilReady();
+      // what BullMQ's worker does when wedged after Redis went away under it: its wait for the next job never
+      // ends, and no command is in flight
+      let wedged!: () => void;
+      const isWedged = new Promise<void>((resolve) => (wedged = resolve));
+      (original as unknown as { backend: { waitForJob: () => Promise<never> } }).backend.waitForJob = () => {
+        wedged();
+        return new Promise<never>(() => {});
+      };
+      await isWedged;
+      await ctx.queues.maintenance.add('waits', {});
+      await eventually(async () => (seen.includes('waits') ? true : undefined), 'the job to be run', 20_000);
+      expect(running.workers[0]).to.not.equal(original);
+      expect(logs().filter((line) => line.includes('worker started no job while jobs waited and it had room: replaced'))).to.have.length(1);
+    } finally {
+      await running.stop(1000);
+    }
+  });
+
+  it('is left alone while its jobs use all its room, however long others wait', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const logs = logsFromNow();
+    const running = startWorkers(ctx, ['maintenance'], { maintenance: () => () => gate });
+    try {
+      const [worker] = running.workers;
+      // maintenance runs one job at a time: the first holds it, the second waits through several checks
+      await ctx.queues.maintenance.add('holds', {});
+      await ctx.queues.maintenance.add('waits', {});
+      await eventually(async () => ((await ctx.queues.maintenance.getActiveCount()) === 1 ? true : undefined), 'the first job running');
+      const watchedFull = () => logs().filter((line) => line.includes('worker watch: jobs wait while the worker is full')).length;
+      await eventually(async () => (watchedFull() >= 3 ? true : undefined), 'three checks of the full worker');
+      expect(running.workers[0]).to.equal(worker);
+      expect(logs().some((line) => line.includes('replaced'))).to.equal(false);
+    } finally {
+      release();
+      await running.stop(1000);
+    }
   });
 });

@@ -119,6 +119,11 @@ export interface Config {
     /** Bytes a socket may have waiting to be sent before it is dropped as a slow consumer. */
     readonly maxBufferedBytes: number;
   };
+  /**
+   * The web's stop on SIGTERM or SIGINT (web/drain.ts): /readyz answers 503 for `drainMs` while requests are
+   * still served, then no new connection is accepted; whatever is unanswered `timeoutMs` after the signal is cut.
+   */
+  readonly shutdown: { readonly drainMs: number; readonly timeoutMs: number };
 }
 
 /** The process environment, for entry points that pass it on (the dev runner, the CLI). */
@@ -258,6 +263,10 @@ export function loadConfig(env: Env = process.env): Config {
       idleTimeoutSeconds: read.int('WS_IDLE_TIMEOUT_SECONDS', 900, 1, 86400),
       maxBufferedBytes: read.int('WS_MAX_BUFFERED_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     },
+    shutdown: {
+      drainMs: read.int('SHUTDOWN_DRAIN_MS', 10_000, 0, 600_000),
+      timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1000, 3_600_000),
+    },
   };
   if (config.identity.devKeyFile && nodeEnv === 'production') problems.push('DEV_IDP_KEY_FILE must not be set in production');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOK_ALLOW_PRIVATE must not be set in production');
@@ -266,6 +275,8 @@ export function loadConfig(env: Env = process.env): Config {
       'operators must be configured in production: OPERATOR_CREDENTIAL, or OPERATOR_ORG_IDS (the identity provider organizations whose operator-role tokens are operators)',
     );
   }
+  if (config.shutdown.timeoutMs <= config.shutdown.drainMs)
+    problems.push('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS (requests accepted while draining need time to be answered)');
   if (config.chainForgetOnNewGenesis && nodeEnv === 'production')
     problems.push('CHAIN_FORGET_ON_NEW_GENESIS must not be set in production');
 

@@ -12,10 +12,13 @@ import { mount } from './http/mount';
 import { buildOpenApiDocument } from './openapi/document';
 import { ROUTES } from './routes';
 import { queuesBoard } from './routes/queues-board/board';
+import type { Lifecycle } from './drain';
 
 export interface WebAppOptions {
   /** Overrides the JWKS-backed administrator verifier (tests with a local key set). */
   readonly verifyAdmin?: AdminVerifier;
+  /** Whether the process is stopping (main.ts's drain); never, when not given. */
+  readonly lifecycle?: Lifecycle;
 }
 
 /** Builds the Koa application; listening and WebSockets are main.ts's business. */
@@ -50,7 +53,7 @@ export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   mount(
     router,
     ROUTES.filter((route) => includeDev || !route.devOnly),
-    { app, verifyAdmin, metrics, openApiJson },
+    { app, verifyAdmin, metrics, openApiJson, lifecycle: options.lifecycle ?? { draining: false } },
   );
   koa.use(router.routes()).use(router.allowedMethods());
   return koa;

@@ -5,6 +5,7 @@ import { openResources } from '../shared/resources';
 import { createWebApp } from './app';
 import { attachLiveTracking, type LiveTracking } from './ws';
 import { answerClientErrors } from './client-errors';
+import { HttpDrain } from './drain';
 
 export interface RunningWeb {
   readonly server: http.Server;
@@ -14,15 +15,19 @@ export interface RunningWeb {
 }
 
 /**
- * Starts the web process: HTTP on PORT with live tracking (WebSocket, socket.io) on the same server; closes in
- * order on stop (live sockets, stop accepting, drain, close connections).
+ * Starts the web process: HTTP on PORT with live tracking (WebSocket, socket.io) on the same server. `stop()`
+ * cuts nothing: not ready (/readyz 503) for SHUTDOWN_DRAIN_MS while still serving, then no longer accepting,
+ * every accepted request answered and live sockets told to reconnect, then the resources closed; requests
+ * still unanswered SHUTDOWN_TIMEOUT_MS after the stop began are cut (web/drain.ts).
  */
 export async function startWeb(config: Config, log: Logger): Promise<RunningWeb> {
   const context = openResources(config, log.child({ process: 'web' }), 'web');
-  const app = createWebApp(context);
+  const drain = new HttpDrain(context.log);
+  const app = createWebApp(context, { lifecycle: drain });
   const server = http.createServer(app.callback());
   answerClientErrors(server);
   const live = attachLiveTracking(server, context);
+  drain.watch(server);
   server.headersTimeout = 15_000;
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 5_000;
@@ -35,11 +40,12 @@ export async function startWeb(config: Config, log: Logger): Promise<RunningWeb>
     url: `http://${host}:${port}`,
     live,
     async stop() {
-      await live.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const deadline = Date.now() + config.shutdown.timeoutMs;
+      drain.begin();
+      context.log.info({ drain_ms: config.shutdown.drainMs }, 'web draining: /readyz answers 503, requests still served');
+      await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainMs));
+      context.log.info('web no longer accepting: answering the requests in flight');
+      await Promise.all([drain.close(deadline), live.close()]);
       await context.close();
     },
   };
@@ -51,8 +57,13 @@ if (require.main === module) {
   startWeb(config, log).then(
     (web) => {
       log.info({ url: web.url }, 'web listening');
+      let stopping = false;
       const shutdown = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
         log.info({ signal }, 'web shutting down');
+        // the last resort should closing a resource hang past the shutdown limit
+        setTimeout(() => process.exit(1), config.shutdown.timeoutMs + 5000).unref();
         web.stop().then(
           () => process.exit(0),
           () => process.exit(1),

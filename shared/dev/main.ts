@@ -33,7 +33,8 @@ async function main(): Promise<void> {
     ...(embedded.chains.length ? { CHAIN_FORGET_ON_NEW_GENESIS: 'true' } : {}),
     ...embedded.env,
   };
-  const merged: Env = { NODE_ENV: 'development', ...devEnv, ...env };
+  // no load balancer in front: Ctrl-C stops the web without the readiness drain
+  const merged: Env = { NODE_ENV: 'development', SHUTDOWN_DRAIN_MS: '0', ...devEnv, ...env };
   await fs.writeFile(
     DEV_ENV_FILE,
     Object.entries(devEnv)

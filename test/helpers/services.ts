@@ -55,6 +55,8 @@ export async function startTestServices(): Promise<TestServices> {
     // receivers are local servers; the SSRF refusal has tests of its own that turn this off
     WEBHOOK_ALLOW_PRIVATE: 'true',
     UPLOAD_TTL_SECONDS: '600',
+    // no load balancer to wait for: a web process started from here stops at once (the shutdown test sets its own)
+    SHUTDOWN_DRAIN_MS: '0',
   };
   const embedded = await startEmbedded(base, { dataDir, databaseName: dbName, blocks: 'instant', webBaseUrl: 'http://127.0.0.1:0' });
   teardown.push(embedded.stop);

@@ -49,6 +49,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, CHAIN_TESTNET_WS: undefined })).to.throw(/CHAIN_TESTNET_WS or CHAIN_MAINNET_WS/);
   });
 
+  it('drains the web for 10 s by default and wants the shutdown limit past the drain', () => {
+    expect(loadConfig(valid).shutdown).to.deep.equal({ drainMs: 10_000, timeoutMs: 25_000 });
+    expect(loadConfig({ ...valid, SHUTDOWN_DRAIN_MS: '0' }).shutdown.drainMs).to.equal(0);
+    expect(() => loadConfig({ ...valid, SHUTDOWN_DRAIN_MS: '30000' })).to.throw(
+      /SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS/,
+    );
+    expect(() => loadConfig({ ...valid, SHUTDOWN_DRAIN_MS: '-1' })).to.throw(/SHUTDOWN_DRAIN_MS must be an integer/);
+  });
+
   it('restricts WORKER_QUEUES to the named queues', () => {
     expect(loadConfig({ ...valid, WORKER_QUEUES: 'webhooks' }).workers.queues).to.deep.equal(['webhooks']);
   });

@@ -5,6 +5,7 @@ import type { Principal, Scope } from '../../shared/api-keys/types';
 import type { Admission } from '../../shared/api-keys/key-cache';
 import type { AdminIdentity, AdminVerifier } from '../../shared/identity/admin-verifier';
 import type { WebMetrics } from '../middleware/metrics';
+import type { Lifecycle } from '../drain';
 
 /** Who may call a route, and what the route learns about the caller once authenticated. */
 export interface Callers {
@@ -70,6 +71,8 @@ export interface RouteDeps {
   readonly metrics: WebMetrics;
   /** The OpenAPI document, serialized once (built from these very routes, hence passed in). */
   readonly openApiJson: string;
+  /** Whether the process is stopping (/readyz says so). */
+  readonly lifecycle: Lifecycle;
 }
 
 /** A handler's validated input, typed by its route's definition. */

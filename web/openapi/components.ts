@@ -170,7 +170,7 @@ export const Session = object({ session_token: { type: 'string', pattern: '^wrs_
 
 export const Health = object({ status: { type: 'string', enum: ['ok'] } });
 export const Readiness = object({
-  status: { type: 'string', enum: ['ready', 'unavailable'] },
+  status: { type: 'string', enum: ['ready', 'unavailable', 'draining'] },
   checks: {
     type: 'object',
     additionalProperties: object({ ok: { type: 'boolean' }, error: str, detail: { type: 'object' } }, ['error', 'detail']),

@@ -8,7 +8,10 @@ import { attachSocketIo, SOCKET_IO_PATH } from './socket-io';
 export interface LiveTracking {
   readonly connections: LiveConnections;
   readonly hub: TransactionUpdatesHub;
-  /** Closes every live socket (1001), then the subscriber connection; call before closing the HTTP server. */
+  /**
+   * Tells every live socket to reconnect (elsewhere, once this process stops accepting): plain sockets get
+   * 1012, socket.io clients lose their transport and reconnect by themselves; then the subscriber connection.
+   */
   close(): Promise<void>;
   /** engine.io sessions socket.io holds open on this process (each allocated by an accepted handshake). */
   socketIoSessions(): number;
@@ -36,8 +39,7 @@ export function attachLiveTracking(server: http.Server, app: Resources): LiveTra
     socketIoSessions: () => io.engine.clientsCount,
     async close() {
       connections.shutdown();
-      io.disconnectSockets(true);
-      io.engine.close();
+      io.engine.close(); // the transports of handshakes not yet connected as sockets too
       const deadline = Date.now() + CLOSE_GRACE_MS;
       while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       connections.shutdown(); // whoever did not answer in time is cut off

@@ -116,7 +116,8 @@ class SocketIoSubscriber implements LiveConnection {
   }
 
   shutdown(): void {
-    this.socket.disconnect(true);
+    // the transport closed, not the socket disconnected: a client told `io server disconnect` would not reconnect
+    this.socket.conn.close();
   }
 
   end(): void {

@@ -9,9 +9,13 @@ export interface SocketLimits {
   readonly maxBufferedBytes: number;
 }
 
-/** Close codes: 1000 after a terminal state (contract §6); 1001 when idle or when the process stops. */
+/**
+ * Close codes: 1000 after a terminal state (contract §6); 1001 when idle; 1012 (Service Restart) when the
+ * process stops: reconnect, and `connected` brings the current state.
+ */
 export const CLOSE_COMPLETE = 1000;
 export const CLOSE_GOING_AWAY = 1001;
+export const CLOSE_SERVICE_RESTART = 1012;
 
 /**
  * One plain WebSocket following one transaction. It starts listening to the hub before the current state is
@@ -62,7 +66,7 @@ export class TransactionSocket implements LiveConnection {
   }
 
   shutdown(): void {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.close(CLOSE_GOING_AWAY, 'server shutting down');
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.close(CLOSE_SERVICE_RESTART, 'server restarting: reconnect');
     else if (this.ws) this.ws.terminate();
     else this.end();
   }

@@ -21,10 +21,25 @@ export const healthRoutes: readonly Route[] = [
     ...operations,
     path: '/readyz',
     id: 'readiness',
-    summary: 'Readiness: PostgreSQL, Redis, S3 and each chain checked; 503 names what is down',
+    summary: 'Readiness: PostgreSQL, Redis, S3 and each chain checked; 503 names what is down, or that the process is stopping',
     security: 'none',
-    responses: { 200: { description: 'Ready', schema: C.Readiness }, 503: { description: 'Not ready', schema: C.Readiness } },
-    handler: async (ctx, _input, { app }) => {
+    responses: {
+      200: { description: 'Ready', schema: C.Readiness },
+      503: {
+        description:
+          'Not ready: `unavailable` with the checks that failed, or `draining` while the process stops (it still answers requests)',
+        schema: C.Readiness,
+      },
+    },
+    handler: async (ctx, _input, { app, lifecycle }) => {
+      if (lifecycle.draining) {
+        ctx.status = 503;
+        ctx.body = {
+          status: 'draining',
+          checks: { shutdown: { ok: false, error: 'the process is stopping; send new requests elsewhere' } },
+        };
+        return;
+      }
       const report = await checkReadiness(app);
       ctx.status = report.ready ? 200 : 503;
       ctx.body = { status: report.ready ? 'ready' : 'unavailable', checks: report.checks };

@@ -1,0 +1,64 @@
+import type http from 'node:http';
+import type { Logger } from '../shared/logger';
+
+/** Whether the web process is stopping: `/readyz` answers 503 from then on. */
+export interface Lifecycle {
+  readonly draining: boolean;
+}
+
+interface InFlight {
+  readonly method: string;
+  readonly path: string;
+  readonly since: number;
+}
+
+/**
+ * Stopping the HTTP server without cutting a request (README, *Processes*). `begin()` marks the process as
+ * draining: `/readyz` answers 503 so a load balancer stops sending, and every response not yet under way
+ * carries `Connection: close`, so kept-alive clients move to new connections while this one still accepts
+ * them. `close()` then stops accepting and closes the idle connections (Node's `server.close()`); a request
+ * already received is answered and its connection closed after it. At the deadline whatever is still
+ * unanswered is cut, and named in the log.
+ */
+export class HttpDrain implements Lifecycle {
+  draining = false;
+  private server: http.Server | undefined;
+  private readonly inFlight = new Map<http.ServerResponse, InFlight>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Follows the server's requests; call once every other request listener is in place (engine.io wraps them). */
+  watch(server: http.Server): void {
+    this.server = server;
+    server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (this.draining) closeAfter(res);
+      // the path alone: a query string may carry a session token
+      this.inFlight.set(res, { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, since: Date.now() });
+      res.once('close', () => this.inFlight.delete(res));
+    });
+  }
+
+  begin(): void {
+    this.draining = true;
+    for (const res of this.inFlight.keys()) closeAfter(res);
+  }
+
+  /** Stops accepting; resolves once every connection has ended, or at `deadline` (ms since the epoch) after cutting the rest. */
+  async close(deadline: number): Promise<void> {
+    const server = this.server!;
+    const closed = new Promise<'closed'>((resolve) => server.close(() => resolve('closed')));
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()), 'expired')));
+    const outcome = await Promise.race([closed, expired]);
+    clearTimeout(timer);
+    if (outcome === 'closed') return;
+    const now = Date.now();
+    const cut = [...this.inFlight.values()].map((r) => ({ method: r.method, path: r.path, elapsed_ms: now - r.since }));
+    this.log.error({ requests: cut }, `shutdown: ${cut.length} request(s) still unanswered at the deadline, cut`);
+    server.closeAllConnections();
+  }
+}
+
+function closeAfter(res: http.ServerResponse): void {
+  if (!res.headersSent) res.setHeader('Connection', 'close');
+}

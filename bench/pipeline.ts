@@ -96,8 +96,11 @@ benchMain(async (options) => {
       const expected = receiver.received.length + count;
       const jobs = await drive((i) => quoteOne(web.url, keys[i % keys.length]!.token));
       const quotedAt = Date.now();
+      const webQuoted = cpuMs([web.pid]);
       const blocks = await blockTimes(context, 'testnet');
       for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
+      // the web's share of the confirms alone (it does nothing else meanwhile: the chain worker's steps are not its)
+      const webConfirms = cpuSince(webQuoted, [web.pid]) / count;
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);
       const intervals = blocks.stop();
@@ -156,6 +159,7 @@ benchMain(async (options) => {
         phases,
         ids,
         cpu,
+        webConfirms,
         redisParts,
       };
       say(
@@ -237,6 +241,12 @@ benchMain(async (options) => {
         runs: samples.map((s) => s.cpu[part]!),
       });
     }
+    report.add({
+      id: 'cpu_ms_web_confirm',
+      label: 'CPU per registration: web, its confirm alone',
+      unit: 'ms',
+      runs: samples.map((s) => s.webConfirms),
+    });
     const redisParts = [...new Set(samples.flatMap((s) => Object.keys(s.redisParts)))].sort();
     for (const part of redisParts) {
       report.add({

@@ -99,7 +99,7 @@ benchMain(async (options) => {
       const webQuoted = cpuMs([web.pid]);
       const blocks = await blockTimes(context, 'testnet');
       for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
-      // the web's share of the confirms alone (it does nothing else meanwhile: the chain worker's steps are not its)
+      // the web's CPU while the confirms are answered: the confirms, and the live updates every web receives meanwhile
       const webConfirms = cpuSince(webQuoted, [web.pid]) / count;
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);

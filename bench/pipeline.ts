@@ -243,7 +243,7 @@ benchMain(async (options) => {
     }
     report.add({
       id: 'cpu_ms_web_confirm',
-      label: 'CPU per registration: web, its confirm alone',
+      label: 'CPU per registration: web, while the confirms were answered',
       unit: 'ms',
       runs: samples.map((s) => s.webConfirms),
     });

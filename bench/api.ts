@@ -43,7 +43,12 @@ benchMain(async (options) => {
     const load = async (request: typeof init | typeof healthz, duration: number) => {
       const { path, ...rest } = request;
       const backends = await postgresBackends(context);
-      const [webBefore, pgBefore, redisBefore, clientBefore] = [cpuMs([web.pid]), cpuMs(backends), await redisCpuMs(context), process.cpuUsage()];
+      const [webBefore, pgBefore, redisBefore, clientBefore] = [
+        cpuMs([web.pid]),
+        cpuMs(backends),
+        await redisCpuMs(context),
+        process.cpuUsage(),
+      ];
       const result = await autocannon({ url: web.url + path, connections, duration, ...rest });
       const client = process.cpuUsage(clientBefore);
       const perRequest = (ms: number) => (1000 * ms) / result.requests.total;

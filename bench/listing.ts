@@ -110,11 +110,11 @@ benchMain(async (options) => {
         directDeep: p99(direct.deep),
         directRef: p99(direct.ref),
       };
+      const cpuLine = Object.entries(cpu).map(([name, c]) => `${name} ${c.web.toFixed(2)} / ${c.postgres.toFixed(2)}`);
       say(
-        `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms; CPU per request (ms) web / PostgreSQL: ${Object.entries(cpu)
-          .map(([name, c]) => `${name} ${c.web.toFixed(2)} / ${c.postgres.toFixed(2)}`)
-          .join(', ')}`,
+        `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`,
       );
+      say(`    CPU per request (ms), web / PostgreSQL: ${cpuLine.join(', ')}`);
       return out;
     });
     const healthz = { label: 'GET /healthz p99', runs: samples.map((s) => s.healthz) };

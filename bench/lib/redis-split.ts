@@ -39,6 +39,7 @@ export async function startRedisSplit(redis: Redis, prefix: string): Promise<Red
 
 /** `queue <name>` or `service <kind>` for the first argument that is a key of the prefix; none for other commands. */
 function partOf(args: readonly string[], prefix: string): string | undefined {
+  if (args[0]?.toUpperCase() === 'CLIENT') return undefined; // BullMQ names its connections `<prefix>:<base64 queue>`
   for (const arg of args) {
     const key = arg.replace(/[{}]/g, '');
     if (!key.startsWith(`${prefix}:`)) continue;

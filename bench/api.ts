@@ -9,7 +9,7 @@ import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
 import { startWebProcess } from './lib/processes';
 import { repeat } from './lib/stats';
-import { cpuMs, cpuSince, redisCpuMs } from './lib/cpu';
+import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 
 /**
  * The web under load: autocannon against one web process (its own, logging at info as in production),
@@ -42,7 +42,13 @@ benchMain(async (options) => {
     const healthz = { method: 'GET' as const, path: '/healthz', headers: {} as Record<string, string> };
     const load = async (request: typeof init | typeof healthz, duration: number) => {
       const { path, ...rest } = request;
-      const [webBefore, redisBefore, clientBefore] = [cpuMs([web.pid]), await redisCpuMs(context), process.cpuUsage()];
+      const backends = await postgresBackends(context);
+      const [webBefore, pgBefore, redisBefore, clientBefore] = [
+        cpuMs([web.pid]),
+        cpuMs(backends),
+        await redisCpuMs(context),
+        process.cpuUsage(),
+      ];
       const result = await autocannon({ url: web.url + path, connections, duration, ...rest });
       const client = process.cpuUsage(clientBefore);
       const perRequest = (ms: number) => (1000 * ms) / result.requests.total;
@@ -50,6 +56,7 @@ benchMain(async (options) => {
         web: perRequest(cpuSince(webBefore, [web.pid])),
         client: perRequest((client.user + client.system) / 1000),
         redis: perRequest((await redisCpuMs(context)) - redisBefore),
+        postgres: perRequest(cpuSince(pgBefore, backends)),
       };
       const failed = result.non2xx + result.errors + result.timeouts;
       if (failed > 0) {
@@ -65,7 +72,8 @@ benchMain(async (options) => {
     const samples = await repeat(runs, async (run) => {
       const i = await load(init, seconds);
       const h = await load(healthz, seconds);
-      const us = (cpu: typeof i.cpu) => `web ${cpu.web.toFixed(0)}, client ${cpu.client.toFixed(0)}, Redis ${cpu.redis.toFixed(0)}`;
+      const us = (cpu: typeof i.cpu) =>
+        `web ${cpu.web.toFixed(0)}, client ${cpu.client.toFixed(0)}, Redis ${cpu.redis.toFixed(0)}, PostgreSQL ${cpu.postgres.toFixed(0)}`;
       say(`  run ${run + 1}: init ${Math.round(i.rps)} req/s p99 ${i.p99} ms, healthz ${Math.round(h.rps)} req/s p99 ${h.p99} ms`);
       say(`    CPU per request (µs): init ${us(i.cpu)}; healthz ${us(h.cpu)}`);
       return { i, h };
@@ -97,6 +105,7 @@ benchMain(async (options) => {
       ['web', 'the web process'],
       ['client', 'the client (autocannon)'],
       ['redis', 'Redis'],
+      ['postgres', "PostgreSQL (the bench database's backends)"],
     ] as const) {
       report.add({
         id: `init_cpu_us_${part}`,

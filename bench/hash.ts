@@ -15,6 +15,7 @@ import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
 import { startWebProcess, startWorkerProcess } from './lib/processes';
 import { msSince, repeat } from './lib/stats';
+import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 
 /**
  * Prepare of a large upload: wall time from the prepare request to its quote (HEAD, GET streamed through
@@ -67,6 +68,14 @@ benchMain(async (options) => {
       return { jobId: init.job_id as string, audioKey, title: body.title.trim(), creators: body.creators as Creator[] };
     };
     await post('/v1/works/prepare', { job_id: (await upload()).jobId }); // warms the worker's S3, chain and database paths
+    /** CPU (ms) the prepare worker, the web, PostgreSQL's backends and Redis spend on `work`. */
+    const cpuOf = async (work: () => Promise<unknown>) => {
+      const pg = await postgresBackends(context);
+      const [before, redisBefore] = [cpuMs([worker.pid, web.pid, ...pg]), await redisCpuMs(context)];
+      await work();
+      const redis = (await redisCpuMs(context)) - redisBefore;
+      return { worker: cpuSince(before, [worker.pid]), web: cpuSince(before, [web.pid]), postgres: cpuSince(before, pg), redis };
+    };
 
     const samples = await repeat(runs, async (run) => {
       const { jobId, audioKey, title, creators } = await upload();
@@ -84,7 +93,8 @@ benchMain(async (options) => {
       const before = worker.rss();
       worker.resetPeak();
       const started = process.hrtime.bigint();
-      const quote = await post('/v1/works/prepare', { job_id: jobId });
+      let quote: Record<string, any> = {};
+      const cpu = await cpuOf(async () => (quote = await post('/v1/works/prepare', { job_id: jobId })));
       const prepareMs = msSince(started);
       const rssIncrease = worker.peak() - before;
       const expected = toHex(computeCommitment(Buffer.from(sha.stdout.slice(0, 64), 'hex'), title, creators).commitment);
@@ -94,12 +104,15 @@ benchMain(async (options) => {
       // the same job again: the object and its hash are known, so this is the fixed part alone (HEAD, the job's
       // round trips through Redis and BullMQ, wallet and balance, fee and dry run)
       const againStarted = process.hrtime.bigint();
-      await post('/v1/works/prepare', { job_id: jobId });
+      const fixedCpu = await cpuOf(() => post('/v1/works/prepare', { job_id: jobId }));
       const fixedMs = msSince(againStarted);
       say(
         `  run ${run + 1}: prepare ${prepareMs.toFixed(0)} ms (again, hash known: ${fixedMs.toFixed(0)} ms), S3 GET ${get.ms.toFixed(0)} ms, sha256sum ${shaMs.toFixed(0)} ms, worker peak RSS +${(rssIncrease / 2 ** 20).toFixed(1)} MiB`,
       );
-      return { prepareMs, fixedMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease };
+      say(
+        `    CPU (ms): prepare worker ${cpu.worker.toFixed(0)} (again ${fixedCpu.worker.toFixed(0)}), web ${cpu.web.toFixed(0)} (${fixedCpu.web.toFixed(0)}), PostgreSQL ${cpu.postgres.toFixed(0)} (${fixedCpu.postgres.toFixed(0)}), Redis ${cpu.redis.toFixed(0)} (${fixedCpu.redis.toFixed(0)})`,
+      );
+      return { prepareMs, fixedMs, getMs: get.ms, shaMs, rssIncrease, getRssIncrease: get.peakRssIncrease, cpu, fixedCpu };
     });
 
     const slower = samples.map((s) => Math.max(s.getMs, s.shaMs));
@@ -133,6 +146,21 @@ benchMain(async (options) => {
       runs: samples.map((s) => s.rssIncrease / 2 ** 20),
       floor: { label: 'plain S3 GET process', runs: samples.map((s) => s.getRssIncrease / 2 ** 20) },
       target: { text: '< 64 MiB', met: (v) => v < 64 },
+    });
+    for (const part of ['worker', 'web', 'postgres', 'redis'] as const) {
+      report.add({
+        id: `prepare_cpu_ms_${part}`,
+        label: `prepare ${mb} MB: CPU of ${part === 'worker' ? 'the prepare worker' : part === 'web' ? 'the web' : part}`,
+        unit: 'ms',
+        runs: samples.map((s) => s.cpu[part]),
+        floor: { label: 'prepare again: the same', runs: samples.map((s) => s.fixedCpu[part]) },
+      });
+    }
+    report.add({
+      id: 'prepare_cpu_ms_per_mb_worker',
+      label: "the prepare worker's CPU per MB (prepare less prepare again, over the size)",
+      unit: 'ms/MB',
+      runs: samples.map((s) => (s.cpu.worker - s.fixedCpu.worker) / mb),
     });
     report.note('sha256sum reads a file just written, so from the page cache; s3rver serves the object from a file on the same disk.');
     report.write(options.outDir);

@@ -10,6 +10,7 @@ import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
 import { startWebProcess } from './lib/processes';
 import { msSince, percentile, repeat } from './lib/stats';
+import { cpuMs, cpuSince, postgresBackends } from './lib/cpu';
 
 /**
  * The listing under volume: N works over 100 organizations, inserted in bulk (one INSERT … SELECT over
@@ -90,8 +91,17 @@ benchMain(async (options) => {
         }
         http.healthz.push(await get('/healthz'));
       }
+      // CPU per request, each query alone (no service calls from this process meanwhile): the web and PostgreSQL
+      const cpu = {} as Record<keyof typeof queries, { web: number; postgres: number }>;
+      for (const [name, q] of Object.entries(queries) as [keyof typeof queries, (typeof queries)['first']][]) {
+        const backends = await postgresBackends(context);
+        const before = cpuMs([web.pid, ...backends]);
+        for (let i = 0; i < requests; i++) await get(q.path, key.token);
+        cpu[name] = { web: cpuSince(before, [web.pid]) / requests, postgres: cpuSince(before, backends) / requests };
+      }
       const p99 = (xs: number[]) => percentile(xs, 99);
       const out = {
+        cpu,
         first: p99(http.first),
         deep: p99(http.deep),
         ref: p99(http.ref),
@@ -100,9 +110,11 @@ benchMain(async (options) => {
         directDeep: p99(direct.deep),
         directRef: p99(direct.ref),
       };
+      const cpuLine = Object.entries(cpu).map(([name, c]) => `${name} ${c.web.toFixed(2)} / ${c.postgres.toFixed(2)}`);
       say(
         `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`,
       );
+      say(`    CPU per request (ms), web / PostgreSQL: ${cpuLine.join(', ')}`);
       return out;
     });
     const healthz = { label: 'GET /healthz p99', runs: samples.map((s) => s.healthz) };
@@ -142,6 +154,16 @@ benchMain(async (options) => {
       unit: 'ms',
       runs: samples.map((s) => s.directRef),
     });
+    for (const name of ['first', 'deep', 'ref'] as const) {
+      for (const part of ['web', 'postgres'] as const) {
+        report.add({
+          id: `${name}_page_cpu_ms_${part}`,
+          label: `${name} page: CPU per request, ${part === 'web' ? 'the web process' : 'PostgreSQL'}`,
+          unit: 'ms',
+          runs: samples.map((s) => s.cpu[name][part]),
+        });
+      }
+    }
     report.note(
       `every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref page counts its ref's works`,
     );

@@ -14,6 +14,7 @@ import { startBenchServices } from './lib/services';
 import { startWebProcess, startWorkerProcess, type WorkerProcess } from './lib/processes';
 import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { chainCapacity } from './lib/chain-floor';
+import { startRedisSplit } from './lib/redis-split';
 import { percentile, repeat } from './lib/stats';
 
 /**
@@ -73,6 +74,7 @@ benchMain(async (options) => {
       const failures: string[] = [];
       const cpuBefore = await cpuOfParts(context, web.pid, workers);
       const renderedBefore = await certificatesDone(context);
+      const split = options.redisSplit ? await startRedisSplit(context.redis, services.config.redis.prefix) : undefined;
       const started = Date.now();
       /** Runs `one` for every registration, `clients` at a time. */
       const drive = async <T>(one: (i: number) => Promise<T>): Promise<T[]> => {
@@ -94,8 +96,11 @@ benchMain(async (options) => {
       const expected = receiver.received.length + count;
       const jobs = await drive((i) => quoteOne(web.url, keys[i % keys.length]!.token));
       const quotedAt = Date.now();
+      const webQuoted = cpuMs([web.pid]);
       const blocks = await blockTimes(context, 'testnet');
       for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
+      // the web's CPU while the confirms are answered: the confirms, and the live updates every web receives meanwhile
+      const webConfirms = cpuSince(webQuoted, [web.pid]) / count;
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);
       const intervals = blocks.stop();
@@ -115,6 +120,7 @@ benchMain(async (options) => {
       // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
       // rendered the last of their certificates (enqueued at finalization, rendered while and after webhooks go out)
       const cpuAfter = await cpuOfParts(context, web.pid, workers);
+      const redisParts = split ? perRegistrationUs(await split.stop(), count) : {};
       await certificatesRendered(context, renderedBefore + count);
       const certificates = workers.find((w) => w.queue === 'certificates')!;
       cpuAfter.parts[`worker ${certificates.queue}`] = cpuSince(new Map(), [certificates.process.pid]);
@@ -124,6 +130,12 @@ benchMain(async (options) => {
           .map(([part, ms]) => `${part} ${ms.toFixed(1)}`)
           .join(', ')}`,
       );
+      if (split)
+        say(
+          `  Redis command time per registration (µs): ${Object.entries(redisParts)
+            .map(([part, us]) => `${part} ${us.toFixed(0)}`)
+            .join(', ')}`,
+        );
       const phases = await phaseTimes(context, ids, confirmedAt, webhookAt);
       say(
         `  where confirm→webhook went (p50 / p95 ms): ${Object.entries(phases)
@@ -147,6 +159,8 @@ benchMain(async (options) => {
         phases,
         ids,
         cpu,
+        webConfirms,
+        redisParts,
       };
       say(
         `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`,
@@ -156,7 +170,7 @@ benchMain(async (options) => {
 
     const call = await context.db('transactions').whereNotNull('call_hex').first('call_hex', 'network');
     const relayer = new AnchorService(context.chains).relayerAddress(call.network);
-    const capacity = await chainCapacity(context, call.network, call.call_hex, relayer);
+    const capacity = await chainCapacity(await context.chains.api(call.network), call.call_hex, relayer);
     const floorBlocks = Math.ceil(count / capacity.callsPerBlock);
     const floorMs = floorBlocks * BLOCK_MS;
     report.parameters.chain_capacity = capacity;
@@ -227,6 +241,25 @@ benchMain(async (options) => {
         runs: samples.map((s) => s.cpu[part]!),
       });
     }
+    report.add({
+      id: 'cpu_ms_web_confirm',
+      label: 'CPU per registration: web, while the confirms were answered',
+      unit: 'ms',
+      runs: samples.map((s) => s.webConfirms),
+    });
+    const redisParts = [...new Set(samples.flatMap((s) => Object.keys(s.redisParts)))].sort();
+    for (const part of redisParts) {
+      report.add({
+        id: `redis_us_${part.replace(/\W+/g, '_')}`,
+        label: `Redis command time per registration: ${part}`,
+        unit: 'µs',
+        runs: samples.map((s) => s.redisParts[part] ?? 0),
+      });
+    }
+    if (options.redisSplit)
+      report.note(
+        "Redis command time: the slow log at 0 µs (--redis-split), by the first key of each command; the log's own cost is in this run's cpu_ms_redis",
+      );
     report.note(
       "CPU per registration: the web, each queue's worker process, the bench database's PostgreSQL backends and the whole Redis server " +
         'make "service total"; the bench process (clients, receiver and the chopsticks chain) is counted apart',
@@ -346,6 +379,10 @@ async function cpuOfParts(
     'bench process (clients, receiver, chain)': (own.user + own.system) / 1000,
   };
   return { parts, postgres: cpuMs(await postgresBackends(app)) };
+}
+
+function perRegistrationUs(parts: Record<string, number>, count: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(parts).map(([part, us]) => [part, us / count]));
 }
 
 function perRegistration(

@@ -1,5 +1,4 @@
-import type { Resources } from '../../shared/resources';
-import type { Network } from '../../shared/config';
+import type { ApiPromise } from '@polkadot/api';
 
 export interface ChainCapacity {
   /** Calls like this one the runtime lets into one block: its normal-class weight (ref time and proof size) and length. */
@@ -17,8 +16,8 @@ export interface ChainCapacity {
  * more call in a relayer batch, against the normal dispatch class's block weight and length. Extrinsics may
  * share a block, so the per-extrinsic limit does not bound it.
  */
-export async function chainCapacity(app: Resources, network: Network, callHex: string, relayer: string): Promise<ChainCapacity> {
-  const api = (await app.chains.api(network)) as any;
+export async function chainCapacity(chain: ApiPromise, callHex: string, relayer: string): Promise<ChainCapacity> {
+  const api = chain as any;
   const batch = (n: number) => {
     const calls = Array.from({ length: n }, () => api.createType('Call', callHex));
     return api.tx.utility.forceBatch ? api.tx.utility.forceBatch(calls) : api.tx.utility.batch(calls);

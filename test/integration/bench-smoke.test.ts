@@ -6,7 +6,7 @@ import { expect } from 'chai';
 
 /**
  * Every benchmark at a tiny size (`npm run bench -- --smoke`: hash 1 MB, api 1 s with 4 connections, pipeline
- * 5 registrations, webhooks 50, listing 2,000 works, sockets 50), each against dependencies of its own, so none
+ * 5 registrations, webhooks 50, listing 2,000 works, sockets 50; chain-limits has no size), each against dependencies of its own, so none
  * of them rots: each must finish, print its table and write a results JSON with numbers (into a temporary
  * directory, never bench/results).
  */
@@ -55,4 +55,13 @@ describe('benchmarks (smoke)', function () {
       }
     });
   }
+
+  it("chain-limits: the runtime's calls per block, bound by the lesser of weight and length, and the day's ceiling from them", () => {
+    const result = JSON.parse(readFileSync(path.join(out, 'chain-limits.json'), 'utf8'));
+    const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;
+    expect(value('calls_per_block')).to.be.a('number').above(0);
+    expect(value('calls_per_block')).to.equal(Math.min(value('calls_per_block_by_ref_time'), value('calls_per_block_by_length')));
+    expect(value('calls_per_batch')).to.be.above(0).and.at.most(value('calls_per_block'));
+    expect(value('registrations_per_day_6s')).to.equal(Math.floor((value('calls_per_block') * 86_400) / 6));
+  });
 });

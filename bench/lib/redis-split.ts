@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from '../../shared/redis/client';
 
 /**
  * Redis's command time split by what the keys belong to: each BullMQ queue, and each kind of the service's

@@ -7,48 +7,9 @@ import type { Config } from '../../shared/config';
 import { startApp, call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey, issuedSecrets, type TestKey } from '../helpers/factories';
 import { register, initBody } from '../helpers/registration';
+import { connect, STEPS, wsUrl, type Frame } from '../helpers/live';
 import { startTestWorkers, type TestWorkers } from '../helpers/workers';
 import { configWith } from '../helpers/services';
-
-interface Frame {
-  type: 'connected' | 'update' | 'error';
-  transaction: Record<string, any>;
-}
-
-const STEPS = ['validating', 'preparing_transaction', 'signing', 'submitting', 'confirming', 'completed'];
-
-/** A plain `ws` client that keeps every frame and resolves its waits on events. */
-class Client {
-  readonly frames: Frame[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  private waiters: (() => void)[] = [];
-
-  constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      this.frames.push(JSON.parse(String(data)));
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
-  }
-
-  /** Resolves once `count` frames have arrived. */
-  async frameCount(count: number): Promise<Frame[]> {
-    while (this.frames.length < count) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    return this.frames;
-  }
-}
-
-const wsUrl = (app: TestApp, path: string) => app.url.replace(/^http/, 'ws') + path;
-
-function connect(app: TestApp, path: string, token?: string, options: WebSocket.ClientOptions = {}): Promise<Client> {
-  const ws = new WebSocket(wsUrl(app, path), { ...options, headers: token ? { Authorization: `Bearer ${token}` } : {} });
-  const client = new Client(ws); // listening before the first frame can arrive
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(client));
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    ws.once('error', reject);
-  });
-}
 
 /** An upgrade the server must refuse: its plain HTTP answer, and proof that no socket opened. */
 function refused(
@@ -56,7 +17,7 @@ function refused(
   path: string,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: any; requestId: string | undefined }> {
-  const ws = new WebSocket(wsUrl(app, path), { headers });
+  const ws = new WebSocket(wsUrl(app.url, path), { headers });
   return new Promise((resolve, reject) => {
     ws.once('open', () => reject(new Error('the upgrade was accepted')));
     ws.once('error', reject);
@@ -120,7 +81,7 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
   it('a ws client on a second web app receives connected, every step in order, then the close 1000', async () => {
     const key = await createKey(first.context, await createOrg(first.context));
     const tx = await confirmedButHeld(key);
-    const client = await connect(second, `/v1/ws/transactions/${tx.id}`, key.token);
+    const client = await connect(second.url, `/v1/ws/transactions/${tx.id}`, key.token);
     const [connected] = await client.frameCount(1);
     expect(connected).to.deep.include({ type: 'connected' });
     expect(connected!.transaction).to.include({
@@ -150,10 +111,10 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     const key = await createKey(first.context, await createOrg(first.context));
     const r = await register(first.url, key.token);
     const id = r.confirm.body.transaction_id;
-    const follower = await connect(second, `/v1/ws/transactions/${id}`, key.token);
+    const follower = await connect(second.url, `/v1/ws/transactions/${id}`, key.token);
     expect((await follower.closed).code).to.equal(1000); // the transaction has ended
 
-    const late = await connect(first, `/v1/ws/transactions/${id}`, key.token);
+    const late = await connect(first.url, `/v1/ws/transactions/${id}`, key.token);
     expect((await late.closed).code).to.equal(1000);
     expect(late.frames).to.have.length(1);
     expect(late.frames[0]!.type).to.equal('connected');
@@ -211,7 +172,7 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
     expectRefusal(await refused(second, `/v1/ws/transactions/${id}`, { Authorization: `Bearer ${other}` }), 404, 'common.not_found');
 
     const own = await session(first, key, 'listener-a');
-    const client = await connect(second, `/v1/ws/transactions/${id}?access_token=${encodeURIComponent(own)}`);
+    const client = await connect(second.url, `/v1/ws/transactions/${id}?access_token=${encodeURIComponent(own)}`);
     const [connected] = await client.frameCount(1);
     expect(connected!.type).to.equal('connected');
     expect(connected!.transaction.transaction_id).to.equal(id);
@@ -319,14 +280,14 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
       const tx = await confirmedButHeld(key);
       try {
         const path = `/v1/ws/transactions/${tx.id}`;
-        const a = await connect(limited, path, key.token);
-        const b = await connect(limited, path, key.token);
+        const a = await connect(limited.url, path, key.token);
+        const b = await connect(limited.url, path, key.token);
         const over = await refused(limited, path, { Authorization: `Bearer ${key.token}` });
         expectRefusal(over, 429, 'organization.rate_limited');
         a.ws.close();
         await a.closed;
         await eventually(async () => (limited.live.connections.size === 1 ? true : undefined), 'the closed socket to give its place back');
-        const c = await connect(limited, path, key.token);
+        const c = await connect(limited.url, path, key.token);
         // nothing happens on the transaction (its job is held): both sockets go idle and are closed
         expect((await b.closed).code).to.equal(1001);
         expect((await c.closed).code).to.equal(1001);
@@ -339,7 +300,7 @@ describe('live transaction tracking (spec 4.11, contract §6)', function () {
       const key = await createKey(first.context, await createOrg(first.context));
       const tx = await confirmedButHeld(key);
       try {
-        const silent = await connect(limited, `/v1/ws/transactions/${tx.id}`, key.token, { autoPong: false });
+        const silent = await connect(limited.url, `/v1/ws/transactions/${tx.id}`, key.token, { autoPong: false });
         const close = await silent.closed;
         expect(close.code).to.equal(1006); // terminated without a close frame: the peer counts as gone
       } finally {

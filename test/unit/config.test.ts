@@ -1,20 +1,8 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
 import { loadConfig, ConfigError, type Env } from '../../shared/config';
+import { validEnv } from '../helpers/valid-env';
 
-const valid: Env = {
-  DATABASE_URL: 'postgres://localhost/x',
-  REDIS_URL: 'redis://localhost:6379',
-  S3_BUCKET: 'b',
-  S3_ACCESS_KEY_ID: 'a',
-  S3_SECRET_ACCESS_KEY: 's',
-  CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944',
-  RELAYER_SEED_TESTNET: '//Alice',
-  SECRETS_KEY: randomBytes(32).toString('base64'),
-  OIDC_ISSUER: 'https://idp',
-  OIDC_AUDIENCE: 'works-api',
-  OIDC_JWKS_URL: 'https://idp/jwks',
-};
+const valid: Env = validEnv();
 
 describe('configuration', () => {
   it('parses a valid environment into frozen sections with defaults', () => {

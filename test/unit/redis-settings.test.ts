@@ -1,20 +1,10 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
 import { loadConfig, ConfigError, type Env } from '../../shared/config';
 import { bullPrefix } from '../../shared/redis/settings';
+import { validEnv } from '../helpers/valid-env';
 
-const base: Env = {
-  DATABASE_URL: 'postgres://localhost/x',
-  S3_BUCKET: 'b',
-  S3_ACCESS_KEY_ID: 'a',
-  S3_SECRET_ACCESS_KEY: 's',
-  CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944',
-  RELAYER_SEED_TESTNET: '//Alice',
-  SECRETS_KEY: randomBytes(32).toString('base64'),
-  OIDC_ISSUER: 'https://idp',
-  OIDC_AUDIENCE: 'works-api',
-  OIDC_JWKS_URL: 'https://idp/jwks',
-};
+// REDIS_URL or REDIS_CLUSTER_NODES: each case says which
+const { REDIS_URL: _url, ...base } = validEnv();
 
 const problemsOf = (env: Env): string[] => {
   try {

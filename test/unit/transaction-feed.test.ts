@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
+import { validEnv } from '../helpers/valid-env';
 import { TransactionFeed } from '../../web/ws/feed';
 import { loadConfig } from '../../shared/config';
 import type { TransactionView } from '../../shared/transactions/service';
@@ -51,19 +51,7 @@ describe('live tracking: the per-subscriber feed', () => {
   });
 
   it('has configurable socket limits with safe defaults', () => {
-    const env = {
-      DATABASE_URL: 'postgres://localhost/x',
-      REDIS_URL: 'redis://localhost:6379',
-      S3_BUCKET: 'b',
-      S3_ACCESS_KEY_ID: 'a',
-      S3_SECRET_ACCESS_KEY: 's',
-      CHAIN_TESTNET_WS: 'ws://127.0.0.1:9944',
-      RELAYER_SEED_TESTNET: '//Alice',
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-      OIDC_ISSUER: 'https://idp',
-      OIDC_AUDIENCE: 'works-api',
-      OIDC_JWKS_URL: 'https://idp/jwks',
-    };
+    const env = validEnv();
     expect(loadConfig(env).live).to.deep.equal({
       maxSocketsPerOrg: 1000,
       heartbeatSeconds: 30,

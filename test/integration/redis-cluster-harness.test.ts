@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
 import { startRedisClusterOrSkip, type LocalRedisCluster } from '../helpers/redis-cluster';
+import { createRedis, type Redis as ServiceRedis } from '../../shared/redis/client';
+import { subscribe, type Subscription } from '../../shared/redis/subscriber';
+import { configWith } from '../helpers/services';
 
 const KEYS = 600;
 
@@ -92,11 +95,12 @@ describe('a local Redis Cluster (test harness)', function () {
     );
   });
 
-  it('with a password, refuses a Cluster client without it and serves one that gives it in redisOptions', async function () {
+  it('with a password, refuses a Cluster client without it and serves one that gives it, the service’s own through the URLs of REDIS_CLUSTER_NODES', async function () {
     const own = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 0, password: 'cluster-secret' });
     const anonymous = new Cluster(own.nodes.map(hostPort), { clusterRetryStrategy: () => null });
     const authenticated = new Cluster(own.nodes.map(hostPort), { redisOptions: { password: 'cluster-secret' } });
     const refused: string[] = [];
+    let service: ServiceRedis | undefined;
     // ioredis's ClusterAllFailedError carries the node's own reply as lastNodeError
     anonymous.on('error', (error: Error & { lastNodeError?: Error }) => refused.push(`${error.message} ${error.lastNodeError?.message}`));
     try {
@@ -107,9 +111,37 @@ describe('a local Redis Cluster (test harness)', function () {
       expect(refused.join('\n')).to.include('NOAUTH');
       await authenticated.set('k', 'v');
       expect(await authenticated.get('k')).to.equal('v');
+
+      // the service's own connections, given the password the usual way: in REDIS_CLUSTER_NODES's URLs
+      const { redis } = configWith({
+        REDIS_URL: undefined,
+        REDIS_CLUSTER_NODES: own.nodes.map((n) => `redis://:cluster-secret@${n}`).join(','),
+      });
+      service = createRedis(redis, 'worker', 'harness-password-test');
+      expect(await service.get('k')).to.equal('v');
+      const heard: string[] = [];
+      let subscribed!: Subscription;
+      const message = new Promise<void>((resolve) => {
+        subscribed = subscribe(
+          redis,
+          'harness-password-sub',
+          'harness-channel',
+          { message: (m) => (heard.push(m), resolve()), resubscribing: () => undefined },
+          service,
+        );
+      });
+      try {
+        expect(await subscribed.subscribed).to.equal(true);
+        await service.publish('harness-channel', 'hello');
+        await message;
+        expect(heard).to.deep.equal(['hello']);
+      } finally {
+        subscribed.close();
+      }
     } finally {
       anonymous.disconnect();
       authenticated.disconnect();
+      service?.disconnect();
       await own.stop();
     }
   });

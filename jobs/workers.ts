@@ -6,7 +6,7 @@ import { QUEUE_DEFINITIONS } from '../shared/queue/queues';
 import { bullPrefix } from '../shared/redis/settings';
 import { createRedis, type Redis } from '../shared/redis/client';
 import { deliveryStallAllowance, scheduleBackoff } from '../shared/webhooks/retry-policy';
-import { watched, watchWorkers, type Watched } from './watchdog';
+import { counted, watchWorkers, type Watched } from './watchdog';
 
 /** A queue's processor, and what to wait for on shutdown besides its jobs (work it carries on outside them). */
 export interface QueueProcessor<Data> {
@@ -52,14 +52,14 @@ export function maxStalledCountOf(ctx: Resources, name: QueueName): number {
 export function startWorkers(ctx: Resources, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
   const connections: Redis[] = [];
   const settlers: (() => Promise<void>)[] = [];
-  const retiring: Promise<unknown>[] = [];
+  const retiring = new Map<Promise<void>, Redis>();
   const unwatch: (() => void)[] = [];
   const probes: Queue[] = [];
-  const start = (name: QueueName, processor: Processor): Watched => {
+  const start = (name: QueueName, processor: Processor): Watched & { connection: Redis } => {
     const connection = createRedis(ctx.config.redis, 'worker', `works-api:worker:${name}`);
-    connections.push(connection);
     const concurrency = concurrencyOf(ctx, name);
-    const worker = new Worker(name, processor, {
+    const progress = { started: 0, running: 0 };
+    const worker = new Worker(name, counted(processor, progress), {
       connection,
       prefix: bullPrefix(ctx.config.redis, name),
       concurrency,
@@ -76,7 +76,18 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       log.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: { message: err.message, name: err.name } }, 'job failed'),
     );
     worker.on('error', (err) => log.error({ err: { message: err.message } }, 'worker error'));
-    return watched(worker, concurrency);
+    return { worker, progress, concurrency, connection };
+  };
+  /** A replaced worker finishes the jobs it runs (its connection still answers), closes, and lets go of its connection. */
+  const retire = ({ worker, connection }: { worker: Worker; connection: Redis }) => {
+    const closed = worker.close().catch(() => undefined);
+    // a wedged worker may never close: its connection goes after the longest a job of it could still hold its lock
+    const bounded = Promise.race([closed, new Promise<void>((resolve) => setTimeout(resolve, ctx.config.workers.lockMs * 2).unref())]);
+    const done: Promise<void> = bounded.then(() => {
+      connection.disconnect();
+      retiring.delete(done);
+    });
+    retiring.set(done, connection);
   };
   const running = queues.map((name) => {
     const factory = registry[name];
@@ -92,11 +103,10 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
     queue.on('error', () => undefined);
     probes.push(queue);
     const replace = () => {
-      // the wedged one finishes the jobs it runs (its connection still answers), then closes
-      retiring.push(slot.current.worker.close().catch(() => undefined));
+      retire(slot.current);
       slot.current = start(name, processor);
     };
-    unwatch.push(watchWorkers(queue, () => slot.current, replace, ctx.config.workers.lockMs, ctx.log.child({ queue: name })));
+    unwatch.push(watchWorkers(queue, () => slot.current, replace, ctx.config.workers.watchdogMs, ctx.log.child({ queue: name })));
     return slot;
   });
   return {
@@ -105,26 +115,29 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
     },
     async stop(graceMs = 25_000) {
       for (const stopWatching of unwatch) stopWatching();
-      const workers = running.map((slot) => slot.current.worker);
+      const current = running.map((slot) => slot.current);
       let timer: NodeJS.Timeout | undefined;
       // pause() stops taking jobs and waits for the active ones; close() is then immediate. Past the grace
-      // period, close(true) lets go: the job's lock lapses and BullMQ's stalled-job check hands it to another worker.
-      const drained = Promise.all(workers.map((w) => w.pause())).then(() => Promise.all(settlers.map((settle) => settle())));
+      // period, close(true) lets go: the job's lock lapses and BullMQ's stalled-job check hands it to another
+      // worker. Replaced workers, still finishing their jobs, get the same grace.
+      const drained = Promise.all([...current.map(({ worker }) => worker.pause()), ...retiring.keys()]).then(() =>
+        Promise.all(settlers.map((settle) => settle())),
+      );
       const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(() => resolve('expired'), graceMs)));
       const outcome = await Promise.race([drained, expired]);
       clearTimeout(timer);
-      await Promise.all(workers.map((w) => w.close(outcome === 'expired')));
-      // a replaced worker may never close (it was wedged): its connection is cut below regardless
-      await Promise.race([Promise.all(retiring), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      await Promise.all(current.map(({ worker }) => worker.close(outcome === 'expired')));
       await Promise.all(probes.map((q) => q.close().catch(() => undefined)));
       await Promise.all(
-        connections.map((c) =>
+        [...connections, ...current.map(({ connection }) => connection)].map((c) =>
           c
             .quit()
             .catch(() => undefined)
             .finally(() => c.disconnect()),
         ),
       );
+      // a replaced worker still running past the grace lets go too
+      for (const connection of retiring.values()) connection.disconnect();
     },
   };
 }

@@ -52,6 +52,8 @@ export interface Config {
     readonly concurrency: number;
     /** A job's lock; a worker that dies silently (SIGKILL, lost host) has its jobs taken over after this. */
     readonly lockMs: number;
+    /** How often each worker is checked for being wedged (jobs/watchdog.ts); keep it above BullMQ's 15 s fetch retry. */
+    readonly watchdogMs: number;
   };
   readonly sessions: { readonly ttlSeconds: number };
   readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
@@ -163,7 +165,6 @@ const DEFAULT_EXPLORER: Record<Network, string> = {
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
-
   const nodeEnv = read.oneOf('NODE_ENV', ['development', 'test', 'production'] as const, 'development');
   const secretsKey = read.required('SECRETS_KEY');
   let key = Buffer.alloc(0);
@@ -221,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
       queues: read.subset('WORKER_QUEUES', QUEUE_NAMES),
       concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000),
       lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000),
+      watchdogMs: read.int('WORKER_WATCHDOG_MS', 30_000, 1000, 600_000),
     },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
     ttl: {

@@ -58,10 +58,22 @@ export async function keepMaintenanceScheduled(app: Resources): Promise<() => vo
   };
 }
 
+/**
+ * A schedule is missing when Redis lost it, or dead when its next run is two periods late: BullMQ adds a
+ * schedule's next job in a call of its own, and a schedule whose call failed (Redis away longer than the
+ * worker's retries) keeps its record but never runs again. Either is put back, anew.
+ */
 async function restoreMissing(app: Resources): Promise<void> {
+  const queue = app.queues.maintenance;
   for (const [name, everyMs] of schedules(app)) {
-    if (await app.queues.maintenance.getJobScheduler(name)) continue;
+    const scheduler = await queue.getJobScheduler(name);
+    const dead = scheduler?.next !== undefined && scheduler.next < Date.now() - 2 * everyMs;
+    if (scheduler && !dead) continue;
+    if (dead) await queue.removeJobScheduler(name);
     await scheduleRepeatable(app.queues, name, everyMs);
-    app.log.warn({ schedule: name }, 'maintenance schedule was missing from Redis: put back');
+    app.log.warn(
+      { schedule: name },
+      dead ? 'maintenance schedule had stopped: put back' : 'maintenance schedule was missing from Redis: put back',
+    );
   }
 }

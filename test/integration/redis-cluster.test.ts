@@ -38,8 +38,9 @@ describe('on a Redis Cluster', function () {
       WEBHOOK_RETRY_SCHEDULE: '1,1,1',
       RECONCILE_EVERY_MS: '1000',
       RECONCILE_IDLE_SECONDS: '2',
-      // a worker wedged by the lost shard is replaced within two lock periods (jobs/watchdog.ts)
+      // a worker wedged by the lost shard is replaced within two checks (jobs/watchdog.ts)
       WORKER_LOCK_MS: '2000',
+      WORKER_WATCHDOG_MS: '2000',
     });
     app = await startApp(config);
     workers = await startTestWorkers(config, ['prepare', 'chain', 'webhooks', 'maintenance', 'certificates']);

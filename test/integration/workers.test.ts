@@ -3,6 +3,7 @@ import { QueueEvents } from 'bullmq';
 import { openResources, type Resources } from '../../shared/resources';
 import { bullPrefix } from '../../shared/redis/settings';
 import { startWorkers } from '../../jobs/workers';
+import { keepMaintenanceScheduled } from '../../jobs/maintenance/processor';
 import { configWith } from '../helpers/services';
 import { eventually, logsFromNow, testLogger } from '../helpers/app';
 import { createRedis } from '../../shared/redis/client';
@@ -97,7 +98,11 @@ describe('a wedged worker', () => {
   let ctx: Resources;
   beforeEach(() => {
     ctx = openResources(
-      configWith({ REDIS_PREFIX: `wedged_${Date.now()}_${Math.random().toString(36).slice(2)}`, WORKER_LOCK_MS: '1000' }),
+      configWith({
+        REDIS_PREFIX: `wedged_${Date.now()}_${Math.random().toString(36).slice(2)}`,
+        WORKER_LOCK_MS: '1000',
+        WORKER_WATCHDOG_MS: '1000',
+      }),
       testLogger(),
       'dev',
     );
@@ -111,6 +116,13 @@ describe('a wedged worker', () => {
     try {
       const [original] = running.workers;
       await original!.waitUntilReady();
+      // this worker's own connections (named after its queue; the watch's are named apart)
+      const workerConnections = async () =>
+        String(await ctx.redis.call('CLIENT', 'LIST'))
+          .split('\n')
+          .filter((line) => line.includes(`name=works-api:worker:maintenance `)).length;
+      const before = await workerConnections();
+      expect(before).to.be.greaterThan(0);
       // what BullMQ's worker does when wedged after Redis went away under it: its wait for the next job never
       // ends, and no command is in flight
       let wedged!: () => void;
@@ -123,6 +135,11 @@ describe('a wedged worker', () => {
       await ctx.queues.maintenance.add('waits', {});
       await eventually(async () => (seen.includes('waits') ? true : undefined), 'the job to be run', 20_000);
       expect(running.workers[0]).to.not.equal(original);
+      // the wedged worker's connections go once it has closed, or after two lock periods if it never does
+      await eventually(
+        async () => ((await workerConnections()) === before ? true : undefined),
+        'the replaced worker to let go of its connections',
+      );
       expect(logs().filter((line) => line.includes('worker started no job while jobs waited and it had room: replaced'))).to.have.length(1);
     } finally {
       await running.stop(1000);
@@ -146,6 +163,44 @@ describe('a wedged worker', () => {
       expect(logs().some((line) => line.includes('replaced'))).to.equal(false);
     } finally {
       release();
+      await running.stop(1000);
+    }
+  });
+});
+
+describe('the maintenance schedules', () => {
+  let ctx: Resources;
+  beforeEach(() => {
+    ctx = openResources(
+      configWith({ REDIS_PREFIX: `schedules_${Date.now()}_${Math.random().toString(36).slice(2)}`, RECONCILE_EVERY_MS: '1000' }),
+      testLogger(),
+      'dev',
+    );
+  });
+  afterEach(() => ctx.close());
+
+  it('are put back when one stops: its record kept, its next run lost', async () => {
+    const seen: string[] = [];
+    const logs = logsFromNow();
+    const running = startWorkers(ctx, ['maintenance'], { maintenance: () => async (job) => void seen.push(job.name) });
+    const unwatch = await keepMaintenanceScheduled(ctx);
+    try {
+      const runs = () => seen.filter((name) => name === 'reconcile-transactions').length;
+      await eventually(async () => (runs() >= 2 ? true : undefined), 'the reconciler to run twice');
+      // what BullMQ leaves when adding a schedule's next run failed: the schedule, and no job to run
+      const queue = bullPrefix(ctx.config.redis, 'maintenance');
+      const next = (await ctx.queues.maintenance.getDelayed()).filter((job) => job.id!.startsWith('repeat:reconcile-transactions'));
+      expect(next).to.have.length(1);
+      await ctx.redis.zrem(`${queue}:maintenance:delayed`, next[0]!.id!);
+      await ctx.redis.del(`${queue}:maintenance:${next[0]!.id!}`);
+      const before = runs();
+      await eventually(
+        async () => (logs().some((line) => line.includes('maintenance schedule had stopped: put back')) ? true : undefined),
+        'the dead schedule to be put back',
+      );
+      await eventually(async () => (runs() > before ? true : undefined), 'the reconciler to run again');
+    } finally {
+      unwatch();
       await running.stop(1000);
     }
   });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Redis } from './redis/client';
+import type { RedisSettings } from './redis/settings';
 import { pingStorage, type Storage } from './storage/s3';
 import type { ChainConnections } from './chain/connections';
 
@@ -16,10 +17,13 @@ export async function checkReadiness(ctx: {
   readonly redis: Redis;
   readonly storage: Storage;
   readonly chains: ChainConnections;
+  readonly config: { readonly redis: Pick<RedisSettings, 'prefix'> };
 }): Promise<ReadinessReport> {
   const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
     postgres: async () => void (await ctx.db.raw('select 1')),
-    redis: async () => void (await ctx.redis.ping()),
+    // a command in the service's own slot: on a cluster a PING answers from any node, even while the master
+    // holding the service's keys is down and every request would fail
+    redis: async () => void (await ctx.redis.exists(`${ctx.config.redis.prefix}:readyz`)),
     s3: () => pingStorage(ctx.storage),
   };
   for (const net of ctx.chains.networks) {

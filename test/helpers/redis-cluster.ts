@@ -143,7 +143,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       const ranges = (await command(reporter, 'CLUSTER', 'SLOTS')) as [number, number, ...[string, number, string][]][];
       const shard = ranges.find(([from, to]) => slot >= from && slot <= to);
       if (!shard) throw new Error(`no node serves slot ${slot} of ${key}`);
-      const ports = shard.slice(2).map((member) => Number((member as [string, number, string])[1]));
+      // the master from the slot map, its replicas from CLUSTER NODES (CLUSTER SLOTS leaves out a replica that
+      // has not yet acknowledged any replication)
+      const [, masterPort, masterId] = shard[2] as [string, number, string];
+      const replicas = (await describeNodes(states)).filter((n) => n.alive && n.role === 'replica' && n.masterId === masterId);
+      const ports = [Number(masterPort), ...replicas.map((n) => n.port)];
       await Promise.all(ports.map((port) => killNode(states.find((st) => st.port === port)!)));
       return ports;
     },

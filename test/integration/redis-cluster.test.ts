@@ -4,7 +4,7 @@ import { Cluster } from 'ioredis';
 import type { Config } from '../../shared/config';
 import { bullPrefix } from '../../shared/redis/settings';
 import { keepMaintenanceScheduled } from '../../jobs/maintenance/processor';
-import { call, logsFromNow, startApp, type TestApp } from '../helpers/app';
+import { call, eventually, logsFromNow, startApp, type TestApp } from '../helpers/app';
 import { createKey, createOrg } from '../helpers/factories';
 import { addVersion, creator, initBody, register, settled } from '../helpers/registration';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
@@ -168,7 +168,9 @@ describe('on a Redis Cluster', function () {
       expect(Object.values(waiting).reduce((a, b) => a + b, 0)).to.equal(5);
       const logs = logsFromNow();
       // the shard goes, pause flag and jobs with it; it comes back empty and the queue runs again
-      for (const port of await cluster.killShardOf(`${queue}:chain:meta`)) await cluster.restartNode(port);
+      const lost = await cluster.killShardOf(`${queue}:chain:meta`);
+      expect(lost, 'the master and its replica').to.have.length(2);
+      for (const port of lost) await cluster.restartNode(port);
       await cluster.waitHealthy();
       await expectExactlyOnce(app.context, api, org, ids, fromBlock);
       expect(logs().some((line) => line.includes('reconciler re-enqueued stuck transactions'))).to.equal(true);
@@ -176,5 +178,19 @@ describe('on a Redis Cluster', function () {
       unwatch();
       await api.disconnect();
     }
+  });
+
+  it('says it is not ready while the shard holding the service keys is away, and ready once it is back', async () => {
+    const ports = await cluster.killShardOf(`${config.redis.prefix}:readyz`);
+    expect(ports, 'the master and its replica').to.have.length(2);
+    const down = await eventually(async () => {
+      const r = await call(app.url, 'GET', '/readyz');
+      return r.status === 503 ? r : undefined;
+    }, '/readyz to answer 503');
+    expect(down.body.checks.redis.ok).to.equal(false);
+    expect(down.body.checks.postgres.ok).to.equal(true);
+    for (const port of ports) await cluster.restartNode(port);
+    await cluster.waitHealthy();
+    await eventually(async () => ((await call(app.url, 'GET', '/readyz')).status === 200 ? true : undefined), '/readyz to answer 200');
   });
 });

@@ -19,6 +19,24 @@ export interface SubscriptionHandlers {
 
 /** Failed reconnects to one cluster node before the subscription moves to another. */
 const ATTEMPTS_PER_NODE = 3;
+/**
+ * A subscribed connection sends nothing, so a link lost without a reset (a host gone) would go unnoticed for
+ * the system's keep-alive time (hours): it is PINGed this often, and reconnected when no answer comes in time.
+ */
+const PING_EVERY_MS = 15_000;
+const PING_TIMEOUT_MS = 5_000;
+
+function keepChecked(connection: Redis): () => void {
+  const timer = setInterval(() => {
+    if (connection.status !== 'ready') return;
+    let timeout: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timeout = setTimeout(() => reject(new Error('no answer')), PING_TIMEOUT_MS)));
+    Promise.race([connection.ping(), late])
+      .catch(() => connection.disconnect(true))
+      .finally(() => clearTimeout(timeout));
+  }, PING_EVERY_MS).unref();
+  return () => clearInterval(timer);
+}
 
 /**
  * One connection subscribed to `channel`. On one server: that server, reconnecting for ever. On a cluster a
@@ -51,7 +69,12 @@ export function subscribe(
 
   if (!settings.cluster) {
     const connection = createRedis(settings, 'worker', name);
-    return { subscribed: wire(connection), close: () => connection.disconnect() };
+    const unchecked = keepChecked(connection);
+    const close = () => {
+      unchecked();
+      connection.disconnect();
+    };
+    return { subscribed: wire(connection), close };
   }
 
   const { tls, username, password } = settings.cluster;
@@ -60,7 +83,9 @@ export function subscribe(
     return known.length ? known : [...settings.cluster!.seeds];
   };
   let turn = 0;
+  let failures = 0;
   let current: Server;
+  let unchecked = () => undefined as void;
   const connect = (): Promise<boolean> => {
     const all = nodes();
     const node = all[turn++ % all.length]!;
@@ -74,8 +99,12 @@ export function subscribe(
       retryStrategy: (attempt) => (attempt > ATTEMPTS_PER_NODE ? null : attempt * 200),
     });
     current.on('error', () => undefined);
+    current.on('ready', () => (failures = 0));
+    unchecked = keepChecked(current);
     current.once('end', () => {
-      if (!closed) void connect();
+      unchecked();
+      // every node away: each next one is tried a little later, up to 2 s apart
+      if (!closed) setTimeout(() => void (closed || connect()), Math.min(2000, 200 * failures++)).unref();
     });
     return wire(current);
   };
@@ -83,6 +112,7 @@ export function subscribe(
     subscribed: connect(),
     close() {
       closed = true;
+      unchecked();
       current.disconnect();
     },
   };

@@ -130,16 +130,17 @@ describe('many processes on a Redis Cluster', function () {
       }),
     );
 
-    // live clients through the balancer: a plain WebSocket that reconnects when told to, and socket.io
-    const wsSessions: Client[] = [];
-    const openWs = async () => {
+    // live clients through the balancer: two plain WebSockets that reconnect when told to (the balancer puts
+    // them on different webs, so one is on the web restarted first, while the updates flow), and socket.io
+    const wsClients: Client[][] = [[], []];
+    const openWs = async (sessions: Client[]) => {
       const client = await connect(balancer.url, `/v1/ws/transactions/${tx.id}`, key.token);
-      wsSessions.push(client);
+      sessions.push(client);
       void client.closed.then(({ code }) => {
-        if (code === 1012) void openWs();
+        if (code === 1012) void openWs(sessions);
       });
     };
-    await openWs();
+    for (const sessions of wsClients) await openWs(sessions);
     const io = await connectSocketIo(balancer.url, key.token, { reconnection: true, reconnectionDelay: 100, transports: ['websocket'] });
     let reconnects = 0;
     io.io.on('reconnect', () => reconnects++);
@@ -147,10 +148,13 @@ describe('many processes on a Redis Cluster', function () {
     await eventually(async () => (followed.frames.length > 0 ? true : undefined), 'the socket.io subscription');
 
     try {
-      // each web in turn: SIGTERM, its replacement started and ready, then the next
+      // each web in turn: SIGTERM, its replacement started and ready, then the next; the workers go on with the
+      // transaction from the first SIGTERM, so its updates are published while clients are moving
+      let going: Promise<void> | undefined;
       for (const old of [...webs]) {
         const stopping = answers.length;
         old.kill('SIGTERM');
+        going ??= tx.go();
         await balancer.until(old.url, false);
         const fresh = await spawnWeb(env);
         balancer.add(fresh.url);
@@ -160,9 +164,10 @@ describe('many processes on a Redis Cluster', function () {
         webs.splice(webs.indexOf(old), 1, fresh);
         expect(answers.length, 'requests answered while the web restarted').to.be.greaterThan(stopping);
       }
-      await tx.go();
+      await going;
       await followed.done;
-      await eventually(async () => (wsSessions.at(-1)!.frames.at(-1)?.transaction.is_complete ? true : undefined), 'the WebSocket to end');
+      for (const sessions of wsClients)
+        await eventually(async () => (sessions.at(-1)!.frames.at(-1)?.transaction.is_complete ? true : undefined), 'a WebSocket to end');
     } finally {
       streaming = false;
       await stream;
@@ -171,16 +176,20 @@ describe('many processes on a Redis Cluster', function () {
 
     expect(answers.filter((a) => a.status !== 200)).to.deep.equal([]);
     expect(answers.length).to.be.greaterThan(100);
-    // every client recovered: each plain socket the restart closed said to reconnect, and the last one ended
-    expect(wsSessions.length).to.be.greaterThan(1);
-    for (const session of wsSessions.slice(0, -1)) expect((await session.closed).code).to.equal(1012);
-    expect((await wsSessions.at(-1)!.closed).code).to.equal(1000);
+    // every client recovered: each plain socket a restart closed was told to reconnect (one at least was), and
+    // each client's last socket ended on the final state
+    const sessions = wsClients.flat();
+    expect(sessions.length).to.be.greaterThan(wsClients.length);
+    for (const client of wsClients) {
+      for (const session of client.slice(0, -1)) expect((await session.closed).code).to.equal(1012);
+      expect((await client.at(-1)!.closed).code).to.equal(1000);
+    }
     expect(reconnects).to.be.greaterThan(0);
     const rest = await call(balancer.url, 'GET', `/v1/transactions/${tx.id}`, { token: key.token });
     expect(rest.body).to.include({ status: 'finalized', is_complete: true });
-    expect(wsSessions.at(-1)!.frames.at(-1)!.transaction).to.deep.equal(rest.body);
+    for (const client of wsClients) expect(client.at(-1)!.frames.at(-1)!.transaction).to.deep.equal(rest.body);
     expect(followed.frames.at(-1)!.transaction).to.deep.equal(rest.body);
     // a reconnecting client starts from the state of the moment: each session's first frame is `connected`
-    for (const session of wsSessions) expect(session.frames[0]!.type).to.equal('connected');
+    for (const session of sessions) expect(session.frames[0]!.type).to.equal('connected');
   });
 });

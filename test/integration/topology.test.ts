@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import nock from 'nock';
 import type { Socket as IoSocket } from 'socket.io-client';
 import type { Env } from '../../shared/config';
 import { openResources, type Resources } from '../../shared/resources';
@@ -26,6 +27,11 @@ describe('many processes on a Redis Cluster', function () {
   let balancer: Balancer;
   const webs: WebProcess[] = [];
   const workers: WorkerProcess[] = [];
+
+  // nock (loaded for the identity provider's JWKS) puts its own socket under every HTTP request of this process,
+  // WebSocket upgrades and socket.io's included: these clients talk to real processes, so it is off meanwhile
+  before(() => nock.restore());
+  after(() => nock.activate());
 
   before(async function () {
     cluster = await startRedisClusterOrSkip(this, { masters: 3, replicasPerMaster: 1 });
@@ -94,7 +100,7 @@ describe('many processes on a Redis Cluster', function () {
     const [a, b] = webs as [WebProcess, WebProcess];
     const tx = await held(a.url);
     const ws = await connect(a.url, `/v1/ws/transactions/${tx.id}`, key.token);
-    const io = await connectSocketIo(b.url, key.token);
+    const io = await connectSocketIo(b.url, key.token, { transports: ['websocket'] });
     try {
       const followed = follow(io, tx.id);
       await eventually(async () => (followed.frames.length > 0 ? true : undefined), 'the socket.io subscription');
@@ -130,17 +136,22 @@ describe('many processes on a Redis Cluster', function () {
       }),
     );
 
-    // live clients through the balancer: two plain WebSockets that reconnect when told to (the balancer puts
-    // them on different webs, so one is on the web restarted first, while the updates flow), and socket.io
+    // live clients: two plain WebSockets, one on each web, that reconnect through the balancer when told to,
+    // and socket.io through the balancer. The workers go on with the transaction as soon as the first web
+    // restarted tells its client to reconnect, so updates are published while that client is moving.
     const wsClients: Client[][] = [[], []];
-    const openWs = async (sessions: Client[]) => {
-      const client = await connect(balancer.url, `/v1/ws/transactions/${tx.id}`, key.token);
+    let toldToReconnect!: () => void;
+    const firstReconnect = new Promise<void>((resolve) => (toldToReconnect = resolve));
+    const openWs = async (sessions: Client[], base: string) => {
+      const client = await connect(base, `/v1/ws/transactions/${tx.id}`, key.token);
       sessions.push(client);
       void client.closed.then(({ code }) => {
-        if (code === 1012) void openWs(sessions);
+        if (code !== 1012) return;
+        toldToReconnect();
+        void openWs(sessions, balancer.url);
       });
     };
-    for (const sessions of wsClients) await openWs(sessions);
+    for (const [i, sessions] of wsClients.entries()) await openWs(sessions, webs[i]!.url);
     const io = await connectSocketIo(balancer.url, key.token, { reconnection: true, reconnectionDelay: 100, transports: ['websocket'] });
     let reconnects = 0;
     io.io.on('reconnect', () => reconnects++);
@@ -148,13 +159,11 @@ describe('many processes on a Redis Cluster', function () {
     await eventually(async () => (followed.frames.length > 0 ? true : undefined), 'the socket.io subscription');
 
     try {
-      // each web in turn: SIGTERM, its replacement started and ready, then the next; the workers go on with the
-      // transaction from the first SIGTERM, so its updates are published while clients are moving
-      let going: Promise<void> | undefined;
+      // each web in turn: SIGTERM, its replacement started and ready, then the next
+      const going = firstReconnect.then(() => tx.go());
       for (const old of [...webs]) {
         const stopping = answers.length;
         old.kill('SIGTERM');
-        going ??= tx.go();
         await balancer.until(old.url, false);
         const fresh = await spawnWeb(env);
         balancer.add(fresh.url);

@@ -47,10 +47,11 @@ export function maxStalledCountOf(ctx: Resources, name: QueueName): number {
 
 /**
  * Starts one BullMQ worker per named queue, each with its own blocking connection, each watched: a worker
- * wedged after Redis went away under it is replaced by a new one (watchdog.ts), every `WORKER_LOCK_MS`.
+ * wedged after Redis went away under it is replaced by a new one (watchdog.ts), checked every `WORKER_WATCHDOG_MS`.
  */
 export function startWorkers(ctx: Resources, queues: readonly QueueName[], registry: ProcessorRegistry): RunningWorkers {
-  const connections: Redis[] = [];
+  // one connection for every queue's watch (counts and pause flags), apart from the workers' own
+  const probe = createRedis(ctx.config.redis, 'worker', 'works-api:worker:watch');
   const settlers: (() => Promise<void>)[] = [];
   const retiring = new Map<Promise<void>, Redis>();
   const unwatch: (() => void)[] = [];
@@ -97,8 +98,6 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
     if (typeof made !== 'function') settlers.push(() => made.settle());
     const processor = typeof made === 'function' ? made : made.process;
     const slot = { current: start(name, processor) };
-    const probe = createRedis(ctx.config.redis, 'worker', `works-api:worker:${name}:watch`);
-    connections.push(probe);
     const queue = new Queue(name, { connection: probe, prefix: bullPrefix(ctx.config.redis, name) });
     queue.on('error', () => undefined);
     probes.push(queue);
@@ -129,7 +128,7 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       await Promise.all(current.map(({ worker }) => worker.close(outcome === 'expired')));
       await Promise.all(probes.map((q) => q.close().catch(() => undefined)));
       await Promise.all(
-        [...connections, ...current.map(({ connection }) => connection)].map((c) =>
+        [probe, ...current.map(({ connection }) => connection)].map((c) =>
           c
             .quit()
             .catch(() => undefined)

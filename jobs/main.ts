@@ -1,9 +1,11 @@
+import '../shared/telemetry/register-worker';
 import { loadConfigOrExit, type Config, type QueueName } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
 import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
+import { stopTelemetry } from '../shared/telemetry/sdk';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -57,8 +59,8 @@ if (require.main === module) {
         stopping = true;
         log.info({ signal }, 'worker shutting down: finishing active jobs');
         jobs.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
+          () => stopTelemetry().then(() => process.exit(0)),
+          () => stopTelemetry().then(() => process.exit(1)),
         );
       };
       process.on('SIGTERM', shutdown);

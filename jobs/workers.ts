@@ -7,6 +7,7 @@ import { bullPrefix } from '../shared/redis/settings';
 import { createRedis, type Redis } from '../shared/redis/client';
 import { deliveryStallAllowance, scheduleBackoff } from '../shared/webhooks/retry-policy';
 import { counted, watchWorkers, type Watched } from './watchdog';
+import { bullTelemetry } from '../shared/telemetry/tracing';
 
 /** A queue's processor, and what to wait for on shutdown besides its jobs (work it carries on outside them). */
 export interface QueueProcessor<Data> {
@@ -71,6 +72,8 @@ export function startWorkers(ctx: Resources, queues: readonly QueueName[], regis
       // a job whose worker died (or stalled past its lock) is run again, as often as its queue says
       maxStalledCount: maxStalledCountOf(ctx, name),
       settings: { backoffStrategy: scheduleBackoff(ctx.config.webhooks.retrySchedule) },
+      // when tracing is on, a job's run continues the trace it was added in
+      telemetry: bullTelemetry(),
     });
     const log = ctx.log.child({ queue: name });
     worker.on('failed', (job, err) =>

@@ -1,3 +1,4 @@
+import '../shared/telemetry/register-web';
 import http from 'node:http';
 import { loadConfigOrExit, type Config } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
@@ -6,6 +7,7 @@ import { createWebApp } from './app';
 import { attachLiveTracking, type LiveTracking } from './ws';
 import { answerClientErrors } from './client-errors';
 import { HttpDrain } from './drain';
+import { stopTelemetry } from '../shared/telemetry/sdk';
 
 export interface RunningWeb {
   readonly server: http.Server;
@@ -65,8 +67,8 @@ if (require.main === module) {
         // the last resort should closing a resource hang past the shutdown limit
         setTimeout(() => process.exit(1), config.shutdown.timeoutMs + 5000).unref();
         web.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
+          () => stopTelemetry().then(() => process.exit(0)),
+          () => stopTelemetry().then(() => process.exit(1)),
         );
       };
       process.once('SIGTERM', shutdown);

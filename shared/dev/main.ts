@@ -2,6 +2,7 @@
  * `npm run dev`: the whole service on embedded defaults in one command. Whatever the environment does not
  * configure is found or started locally (.data/), migrations run, then the web and every worker start.
  */
+import '../telemetry/register-dev';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { loadConfig, processEnv, type Env } from '../config';
@@ -11,6 +12,7 @@ import { createDb, migrateLatest } from '../db/knex';
 import { startEmbedded } from './embedded';
 import { startWeb } from '../../web/main';
 import { startJobs } from '../../jobs/main';
+import { stopTelemetry } from '../telemetry/sdk';
 
 async function main(): Promise<void> {
   const env = processEnv();
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     stopping = true;
     say('stopping…');
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await stopTelemetry();
     process.exit(code);
   };
   process.once('SIGINT', () => void shutdown(0));

@@ -1,6 +1,7 @@
 import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { QueueName } from '../config';
 import { deliveryAttempts } from '../webhooks/retry-policy';
+import { withTraceparent } from '../telemetry/tracing';
 
 /** What each queue's jobs carry: ids, never state (processors load it from PostgreSQL or the job store). */
 export interface JobData {
@@ -40,20 +41,24 @@ export function enqueuePrepare(queues: Queues, data: JobData['prepare']): Promis
   return queues.prepare.add('prepare', data, { jobId: `prepare-${data.organizationId}-${data.jobId}-${data.run}` });
 }
 
-/** A confirmed transaction's chain job (job id = transaction id: one live job per transaction). */
-export async function enqueueTransaction(queues: Queues, transactionId: string): Promise<void> {
-  await queues.chain.add('transaction', { transactionId }, { jobId: transactionId });
+/**
+ * A confirmed transaction's chain job (job id = transaction id: one live job per transaction), added in the
+ * trace the transaction belongs to (its `traceparent`, when given; else the active one), which the job carries.
+ */
+export async function enqueueTransaction(queues: Queues, transactionId: string, traceparent?: string | null): Promise<void> {
+  const add = () => queues.chain.add('transaction', { transactionId }, { jobId: transactionId });
+  await (traceparent === undefined ? add() : withTraceparent(traceparent, add));
 }
 
 /**
  * The transaction's chain job again, unless one will still run: a finished or failed job of the same id is
  * removed first (BullMQ ignores an `add` whose job id exists). Returns whether it was enqueued.
  */
-export async function requeueTransaction(queues: Queues, transactionId: string): Promise<boolean> {
+export async function requeueTransaction(queues: Queues, transactionId: string, traceparent: string | null): Promise<boolean> {
   const job = await queues.chain.getJob(transactionId);
   if (job && LIVE_JOB_STATES.has(await job.getState())) return false;
   if (job) await job.remove();
-  await enqueueTransaction(queues, transactionId);
+  await enqueueTransaction(queues, transactionId, traceparent);
   return true;
 }
 

@@ -3,6 +3,7 @@ import type { Redis } from '../redis/client';
 import { bullPrefix, type RedisSettings } from '../redis/settings';
 import type { QueueName } from '../config';
 import type { Queues } from './jobs';
+import { bullTelemetry } from '../telemetry/tracing';
 
 export type { Queues } from './jobs';
 
@@ -85,6 +86,8 @@ export function createQueues(connection: Redis | ConnectionOptions, redis: Redis
       connection,
       prefix: bullPrefix(redis, name),
       defaultJobOptions: QUEUE_DEFINITIONS[name].defaultJobOptions,
+      // when tracing is on, a job carries the trace context it was added in (BullMQ's telemetry metadata)
+      telemetry: bullTelemetry(),
     });
     queue.on('error', () => undefined);
     // every caller waiting on a job (the web's prepares) listens for the queue closing until its job ends

@@ -7,6 +7,8 @@ import type { AnchorPayload } from '../transactions/anchor';
 import { createTransaction, type NewTransaction } from '../transactions/service';
 import { publishTransactionUpdate } from '../transactions/updates';
 import type { PreparedQuote, UploadSession } from './types';
+import type { Span } from '@opentelemetry/api';
+import { ATTR, inSpan, traceparentOf } from '../telemetry/tracing';
 import { jobStore, sessionOf, settleLapsedConfirm, type RegistrationDeps } from './service';
 
 const preparedNotFound = () =>
@@ -26,12 +28,25 @@ export interface TransactionHandle {
  * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
  * refused leaves the job `prepared`, its quote as it was.
  */
-export async function confirmJob(
+export function confirmJob(
   app: RegistrationDeps,
   principal: Principal,
   jobId: string,
   kind: UploadSession['kind'],
   atsId?: number,
+): Promise<TransactionHandle> {
+  // the transaction's trace: every later step (its chain job, batch, finality, indexing, webhooks) joins it
+  const attributes = { [ATTR.organization]: principal.organizationId, [ATTR.job]: jobId };
+  return inSpan('works.confirm', { attributes }, (span) => confirmInSpan(app, principal, jobId, kind, atsId, span));
+}
+
+async function confirmInSpan(
+  app: RegistrationDeps,
+  principal: Principal,
+  jobId: string,
+  kind: UploadSession['kind'],
+  atsId: number | undefined,
+  span: Span,
 ): Promise<TransactionHandle> {
   const store = jobStore(app);
   const session = await sessionOf(store, principal, jobId, kind, atsId);
@@ -49,7 +64,7 @@ export async function confirmJob(
     if (!quote.isValid)
       throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
     transactionId = await app.db.transaction(async (trx) => {
-      const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId });
+      const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId, traceparent: traceparentOf() });
       await appendLedgerEntry(trx, {
         organizationId: principal.organizationId,
         kind: 'debit',
@@ -68,6 +83,7 @@ export async function confirmJob(
     await store.revertConfirm(principal.organizationId, jobId).catch(() => undefined);
     throw err;
   }
+  span.setAttributes({ [ATTR.transaction]: transactionId, [ATTR.network]: quote.session.network });
   // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
   await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
   await publishTransactionUpdate(app, transactionId);

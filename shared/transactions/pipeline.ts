@@ -4,7 +4,9 @@ import type { AnchorService } from '../chain/anchors';
 import { finalize } from './outcomes';
 import { lockLatestVersion } from '../works/repo';
 import { earlierVersionUnfinished, findTransaction, setCallOnce, setVersionOnce, updateTransaction, type TransactionRow } from './repo';
-import { markSubmissionFinalized } from './submissions-repo';
+import { findSubmission, markSubmissionFinalized } from './submissions-repo';
+import { trace, type Span } from '@opentelemetry/api';
+import { ATTR, inSpan } from '../telemetry/tracing';
 import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
@@ -35,12 +37,45 @@ const SUBMITTER_POLL_MS = 500;
  */
 export async function advanceTransaction(deps: PipelineDeps, transactionId: string): Promise<TransactionRow> {
   const { app, anchors, submitter } = deps;
-  let tx = await findTransaction(app.db, transactionId);
-  if (!tx) throw new Error(`transaction ${transactionId} does not exist`);
-  if (tx.status === 'finalized' || tx.status === 'failed') return tx;
+  const found = await findTransaction(app.db, transactionId);
+  if (!found) throw new Error(`transaction ${transactionId} does not exist`);
+  const ids = { [ATTR.organization]: found.organizationId, [ATTR.transaction]: found.id, [ATTR.network]: found.network };
+  trace.getActiveSpan()?.setAttributes(ids); // the job's run (BullMQ's span, in the transaction's trace)
+  if (found.status === 'finalized' || found.status === 'failed') return found;
 
-  // The submitter carries the call in its next batch; this job waits for its own call only, not for the rounds
-  // that carry later ones. When another process holds the relayer's submitter, its progress shows in the database.
+  const tx =
+    found.status === 'pending' || found.status === 'submitted'
+      ? await inSpan('chain.submit', { attributes: ids }, async (span) => {
+          const carried = await untilInBlock(deps, found);
+          await describeBatch(app, carried, span);
+          return carried;
+        })
+      : found;
+  if (tx.status !== 'in_block') return tx; // failed (refunded) or finalized meanwhile
+  failpoint('chain.in_block');
+
+  const canonical = await inSpan('chain.finality', { attributes: { ...ids, [ATTR.blockNumber]: tx.blockNumber! } }, () =>
+    anchors.waitFinalized(tx.network, tx.blockNumber!, tx.blockHash!),
+  );
+  if (!canonical) {
+    await submitter.retracted(tx.submissionId!);
+    throw new RetryLater('the block was retracted before finality');
+  }
+  failpoint('chain.finalized');
+  await markSubmissionFinalized(app.db, tx.submissionId!);
+  // the work's index, the event and its webhook deliveries (enqueued in this span: their jobs carry the trace)
+  return inSpan('works.index', { attributes: ids }, () => finalize(app, tx.id));
+}
+
+/**
+ * Hands the transaction's call to the submitter and waits until it has left its batch (in a block, failed, or
+ * finalized by another process meanwhile). The submitter carries the call in its next batch; this job waits for
+ * its own call only, not for the rounds that carry later ones. When another process holds the relayer's
+ * submitter, its progress shows in the database.
+ */
+async function untilInBlock(deps: PipelineDeps, from: TransactionRow): Promise<TransactionRow> {
+  const { app, submitter } = deps;
+  let tx = from;
   const deadline = Date.now() + SUBMITTER_WAIT_MS;
   while (tx.status === 'pending' || tx.status === 'submitted') {
     // built once, kept; built again only when a chain started afresh made it worthless (chain-identity.ts)
@@ -57,22 +92,24 @@ export async function advanceTransaction(deps: PipelineDeps, transactionId: stri
     } finally {
       done.abort();
     }
-    tx = (await findTransaction(app.db, transactionId))!;
+    tx = (await findTransaction(app.db, tx.id))!;
     if (tx.status !== 'pending' && tx.status !== 'submitted') break;
     if (Date.now() > deadline) throw new RetryLater('still waiting for the relayer submitter');
     await submitter.moved(tx.id, SUBMITTER_POLL_MS);
   }
-  if (tx.status !== 'in_block') return tx; // failed (refunded) or finalized meanwhile
-  failpoint('chain.in_block');
+  return tx;
+}
 
-  const canonical = await anchors.waitFinalized(tx.network, tx.blockNumber!, tx.blockHash!);
-  if (!canonical) {
-    await submitter.retracted(tx.submissionId!);
-    throw new RetryLater('the block was retracted before finality');
-  }
-  failpoint('chain.finalized');
-  await markSubmissionFinalized(app.db, tx.submissionId!);
-  return finalize(app, tx.id);
+/** The batch the transaction rode in, on its span (read only when the span is recorded: tracing is on). */
+async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Span): Promise<void> {
+  if (!span.isRecording() || !tx.submissionId) return;
+  const batch = await findSubmission(app.db, tx.submissionId);
+  span.setAttributes({
+    [ATTR.submission]: tx.submissionId,
+    [ATTR.batchIndex]: tx.batchIndex ?? -1,
+    ...(batch && { [ATTR.batchSize]: batch.items, [ATTR.nonce]: batch.nonce, [ATTR.txHash]: batch.txHash }),
+    ...(tx.blockNumber !== null && { [ATTR.blockNumber]: tx.blockNumber }),
+  });
 }
 
 /** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */

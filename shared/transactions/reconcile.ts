@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { requeueTransaction, type Queues } from '../queue/jobs';
-import { idleUnfinishedIds } from './repo';
+import { idleUnfinished } from './repo';
 
 export interface ReconcileOptions {
   /** Only transactions untouched for this long are considered stuck. */
@@ -16,8 +16,8 @@ export interface ReconcileOptions {
  */
 export async function reconcileTransactions(deps: { db: Knex; queues: Queues; log: Logger }, options: ReconcileOptions): Promise<string[]> {
   const requeued: string[] = [];
-  for (const id of await idleUnfinishedIds(deps.db, options.idleSeconds, options.limit ?? 500)) {
-    if (await requeueTransaction(deps.queues, id)) requeued.push(id);
+  for (const { id, traceparent } of await idleUnfinished(deps.db, options.idleSeconds, options.limit ?? 500)) {
+    if (await requeueTransaction(deps.queues, id, traceparent)) requeued.push(id);
   }
   if (requeued.length) deps.log.warn({ transactions: requeued.length }, 'reconciler re-enqueued stuck transactions');
   return requeued;

@@ -221,6 +221,7 @@ export async function insertTransaction(trx: Knex.Transaction, row: NewTransacti
     ats_id: row.atsId,
     work_id: row.workId,
     external_user_ref: row.externalUserRef,
+    traceparent: row.traceparent,
   });
 }
 
@@ -242,14 +243,14 @@ export async function confirmedJobIds(db: Knex, jobIds: readonly string[]): Prom
   return new Set((await db('transactions').whereIn('job_id', jobIds).pluck('job_id')) as string[]);
 }
 
-/** Unfinished transactions untouched for `idleSeconds`, the longest idle first. */
-export async function idleUnfinishedIds(db: Knex, idleSeconds: number, limit: number): Promise<string[]> {
+/** Unfinished transactions untouched for `idleSeconds`, the longest idle first, with the trace each belongs to. */
+export async function idleUnfinished(db: Knex, idleSeconds: number, limit: number): Promise<{ id: string; traceparent: string | null }[]> {
   return db('transactions')
     .whereIn('status', ['pending', 'submitted', 'in_block'] satisfies TransactionStatus[])
     .where('updated_at', '<', db.raw(`now() - make_interval(secs => ?)`, [idleSeconds]))
     .orderBy('updated_at')
     .limit(limit)
-    .pluck('id');
+    .select('id', 'traceparent');
 }
 
 /** The explorer link finalization announced for a transaction (its result), if any. */

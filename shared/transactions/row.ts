@@ -34,6 +34,8 @@ export interface TransactionRow {
   readonly finalizedAt: Date | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** The trace it belongs to (W3C traceparent of its confirm), when the confirming process traced. */
+  readonly traceparent: string | null;
 }
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -65,6 +67,7 @@ export const toTransaction = (r: Record<string, any>): TransactionRow => ({
   finalizedAt: r.finalized_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  traceparent: r.traceparent ?? null,
 });
 
 /** A new pending transaction's row. */
@@ -81,4 +84,5 @@ export interface NewTransactionRow {
   readonly atsId: number | null;
   readonly workId: string | null;
   readonly externalUserRef: string | null;
+  readonly traceparent: string | null;
 }

@@ -20,6 +20,8 @@ export interface NewTransaction {
   /** Versions only: the work and its registration id. */
   readonly workId?: string;
   readonly atsId?: number;
+  /** The trace the confirm runs in (telemetry/tracing.ts), kept for every later step. */
+  readonly traceparent?: string | null;
 }
 
 /** Records a confirmed quote as a pending transaction; a registration's ats_id is allocated here. */
@@ -39,6 +41,7 @@ export async function createTransaction(trx: Knex.Transaction, input: NewTransac
     atsId,
     workId: input.workId ?? null,
     externalUserRef: input.externalUserRef,
+    traceparent: input.traceparent ?? null,
   });
   return id;
 }

@@ -10,6 +10,8 @@ export interface SubmissionRow {
   readonly extrinsicHex: string;
   readonly txHash: string;
   readonly signedAtBlock: number;
+  /** How many calls the batch carries. */
+  readonly items: number;
   readonly status: 'signed' | 'in_block' | 'finalized' | 'expired' | 'rejected';
 }
 
@@ -23,8 +25,14 @@ const toSubmission = (r: Record<string, any>): SubmissionRow => ({
   extrinsicHex: r.extrinsic_hex,
   txHash: r.tx_hash,
   signedAtBlock: r.signed_at_block,
+  items: Number(r.items),
   status: r.status,
 });
+
+export async function findSubmission(db: Db, id: string): Promise<SubmissionRow | undefined> {
+  const row = await db('chain_submissions').where({ id }).first();
+  return row ? toSubmission(row) : undefined;
+}
 
 /** The network's batches signed and not yet seen in a block, by nonce. */
 export async function signedSubmissions(db: Db, network: Network): Promise<SubmissionRow[]> {

@@ -13,6 +13,7 @@ import { withOwnerNonces } from './owner-nonces';
 import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';
 import { ensureChainIdentity } from './chain-identity';
+import { detached } from '../telemetry/tracing';
 
 export type { SubmissionRow } from './submissions-repo';
 
@@ -53,7 +54,9 @@ export class RelayerSubmitter {
       .then(() => {
         this.queued.delete(network);
         this.running.set(network, next);
-        return this.run(network);
+        // a round carries the calls of many transactions: it belongs to no one job's trace (each job's own
+        // `chain.submit` span shows the batch it rode in)
+        return detached(() => this.run(network));
       })
       .finally(() => {
         if (this.running.get(network) === next) this.running.delete(network);

@@ -1,0 +1,109 @@
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+} from '@opentelemetry/api';
+import type { Telemetry } from 'bullmq';
+
+/**
+ * The service's own spans, and the trace context a transaction carries from process to process. Everything here
+ * is OpenTelemetry's API alone: without the SDK (tracing off, `telemetry/sdk.ts`) a span records nothing, a
+ * traceparent is null, and each call costs a function call.
+ */
+export const tracer = trace.getTracer('works-api');
+
+/** Attribute names of the service's spans (the ids support staff search by). */
+export const ATTR = {
+  organization: 'works.organization_id',
+  transaction: 'works.transaction_id',
+  job: 'works.job_id',
+  network: 'works.network',
+  submission: 'works.submission_id',
+  batchSize: 'works.batch.size',
+  batchIndex: 'works.batch.index',
+  delivery: 'works.delivery_id',
+  attempt: 'works.webhook.attempt',
+  event: 'works.webhook.event',
+  outcome: 'works.webhook.outcome',
+  statusCode: 'http.response.status_code',
+  txHash: 'works.chain.tx_hash',
+  nonce: 'works.chain.nonce',
+  blockNumber: 'works.chain.block_number',
+} as const;
+
+/** The W3C `traceparent` of the active span (or of `ctx`'s), or null when nothing is traced. */
+export function traceparentOf(ctx: Context = context.active()): string | null {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier.traceparent ?? null;
+}
+
+/** The trace id (32 hex) a traceparent names, or null. */
+export function traceIdOf(traceparent: string | null | undefined): string | null {
+  const id = traceparent?.split('-')[1];
+  return id && /^[0-9a-f]{32}$/.test(id) ? id : null;
+}
+
+/** A context whose parent is the span a stored traceparent names (the root context when there is none). */
+export function contextOf(traceparent: string | null | undefined): Context {
+  return traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
+}
+
+/** Runs `fn` as part of the trace a stored traceparent names, or in no trace at all. */
+export function withTraceparent<T>(traceparent: string | null | undefined, fn: () => T): T {
+  return context.with(contextOf(traceparent), fn);
+}
+
+/** Runs `fn` outside whatever trace is active: work shared by many (a relayer's batch) belongs to none of them. */
+export function detached<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, fn);
+}
+
+/** A link to the span a stored traceparent names (none when it names nothing). */
+export function linkTo(traceparent: string | null | undefined): Link[] {
+  const span = trace.getSpanContext(contextOf(traceparent));
+  return span ? [{ context: span }] : [];
+}
+
+export interface SpanOptions {
+  readonly attributes?: Attributes;
+  /** The parent, when it is not the active span. */
+  readonly parent?: Context;
+  readonly links?: Link[];
+}
+
+/**
+ * Runs `fn` in a new active span that ends when `fn` settles; an error thrown is recorded on the span (its
+ * message only: an error's other fields may carry what a trace must not) and thrown on.
+ */
+export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  const parent = options.parent ?? context.active();
+  return tracer.startActiveSpan(name, { attributes: options.attributes, links: options.links }, parent, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+let bull: Telemetry | undefined;
+
+/** BullMQ's telemetry (its queue and worker spans, and the trace context each job carries), when tracing is on. */
+export function bullTelemetry(): Telemetry | undefined {
+  return bull;
+}
+
+/** Set by the SDK's start (`sdk.ts`), before any queue or worker is made. */
+export function setBullTelemetry(telemetry: Telemetry | undefined): void {
+  bull = telemetry;
+}

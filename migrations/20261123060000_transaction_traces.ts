@@ -4,14 +4,19 @@ import type { Knex } from 'knex';
  * The trace a transaction belongs to: the W3C `traceparent` of the confirm that created it (when tracing is
  * on), so every later step (a chain job re-enqueued by the reconciler after Redis lost its queue, a webhook
  * retried from the dead letters) joins the same trace, and support staff can look the trace up from the
- * transaction's id. Null when the process that confirmed traced nothing.
+ * transaction's id. Null when the process that confirmed traced nothing. An event keeps its transaction's, so a
+ * delivery's attempts join the trace without reading the transaction.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('transactions', (t) => {
     t.text('traceparent');
   });
+  await knex.schema.alterTable('events', (t) => {
+    t.text('traceparent');
+  });
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('events', (t) => t.dropColumn('traceparent'));
   await knex.schema.alterTable('transactions', (t) => t.dropColumn('traceparent'));
 }

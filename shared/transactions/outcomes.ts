@@ -53,6 +53,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       transactionId: tx.id,
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
+      traceparent: tx.traceparent,
       type: registering ? 'work_registered' : 'work_updated',
       payload: {
         event: registering ? 'work_registered' : 'work_updated',
@@ -175,6 +176,7 @@ export async function failWithin(
     transactionId: tx.id,
     organizationId: tx.organizationId,
     apiKeyId: tx.apiKeyId,
+    traceparent: tx.traceparent,
     type: 'work_failed',
     payload: {
       event: 'work_failed',

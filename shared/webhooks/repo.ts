@@ -15,7 +15,7 @@ export interface Delivery {
   readonly payload: Record<string, unknown>;
   readonly sealedAccessCode: string | null;
   readonly sealedWebhookSecret: string;
-  /** The trace of the transaction the event tells of (telemetry/tracing.ts), if it was traced. */
+  /** The trace of the transaction the event tells of (telemetry/tracing.ts), kept on the event; null if untraced. */
   readonly traceparent: string | null;
 }
 
@@ -35,11 +35,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const LOAD = `
   SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
-         e.payload, e.sealed_access_code, k.webhook_secret_encrypted, t.traceparent
+         e.payload, e.sealed_access_code, e.traceparent, k.webhook_secret_encrypted
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
     JOIN api_key_webhooks k ON k.id = e.api_key_id
-    JOIN transactions t ON t.id = e.transaction_id
    WHERE d.id = ANY($1::uuid[])`;
 
 // Each delivery's new state and its attempt's row in one statement: atomic without a transaction's extra round
@@ -160,6 +159,7 @@ export interface EventRow {
   readonly type: string;
   readonly payload: Record<string, unknown>;
   readonly sealedAccessCode: string | null;
+  readonly traceparent: string | null;
 }
 
 export async function insertEvent(trx: Knex.Transaction, e: EventRow): Promise<void> {
@@ -171,6 +171,7 @@ export async function insertEvent(trx: Knex.Transaction, e: EventRow): Promise<v
     type: e.type,
     payload: JSON.stringify(e.payload),
     sealed_access_code: e.sealedAccessCode,
+    traceparent: e.traceparent,
   });
 }
 

@@ -13,6 +13,8 @@ export interface NewEvent {
   /** The payload without access_code, which is passed separately and kept only sealed. */
   readonly payload: Record<string, unknown>;
   readonly accessCode?: string;
+  /** The transaction's trace, which the event's delivery attempts join. */
+  readonly traceparent: string | null;
 }
 
 export const accessCodeAad = (eventId: string) => `access-code:${eventId}`;

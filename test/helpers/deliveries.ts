@@ -43,6 +43,7 @@ export async function recordDelivery(ctx: Resources, url: string): Promise<TestD
       transactionId,
       organizationId,
       apiKeyId: key.id,
+      traceparent: null,
       type: 'work_failed',
       payload: {
         event: 'work_failed',

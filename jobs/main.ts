@@ -5,7 +5,7 @@ import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
-import { stopTelemetry } from '../shared/telemetry/sdk';
+import { stopTracing } from '../shared/telemetry/start';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -59,8 +59,8 @@ if (require.main === module) {
         stopping = true;
         log.info({ signal }, 'worker shutting down: finishing active jobs');
         jobs.stop().then(
-          () => stopTelemetry().then(() => process.exit(0)),
-          () => stopTelemetry().then(() => process.exit(1)),
+          () => stopTracing().then(() => process.exit(0)),
+          () => stopTracing().then(() => process.exit(1)),
         );
       };
       process.on('SIGTERM', shutdown);

@@ -7,7 +7,7 @@ import { createWebApp } from './app';
 import { attachLiveTracking, type LiveTracking } from './ws';
 import { answerClientErrors } from './client-errors';
 import { HttpDrain } from './drain';
-import { stopTelemetry } from '../shared/telemetry/sdk';
+import { stopTracing } from '../shared/telemetry/start';
 
 export interface RunningWeb {
   readonly server: http.Server;
@@ -67,8 +67,8 @@ if (require.main === module) {
         // the last resort should closing a resource hang past the shutdown limit
         setTimeout(() => process.exit(1), config.shutdown.timeoutMs + 5000).unref();
         web.stop().then(
-          () => stopTelemetry().then(() => process.exit(0)),
-          () => stopTelemetry().then(() => process.exit(1)),
+          () => stopTracing().then(() => process.exit(0)),
+          () => stopTracing().then(() => process.exit(1)),
         );
       };
       process.once('SIGTERM', shutdown);

@@ -12,7 +12,7 @@ import { createDb, migrateLatest } from '../db/knex';
 import { startEmbedded } from './embedded';
 import { startWeb } from '../../web/main';
 import { startJobs } from '../../jobs/main';
-import { stopTelemetry } from '../telemetry/sdk';
+import { stopTracing } from '../telemetry/start';
 
 async function main(): Promise<void> {
   const env = processEnv();
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     stopping = true;
     say('stopping…');
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    await stopTelemetry();
+    await stopTracing();
     process.exit(code);
   };
   process.once('SIGINT', () => void shutdown(0));

@@ -1,4 +1,4 @@
-import { startTelemetry } from './sdk';
+import { startTracingIfRequested } from './start';
 
 // Imported first by the dev entry point, before anything that loads an instrumented library (sdk.ts).
-startTelemetry('dev');
+startTracingIfRequested('dev');

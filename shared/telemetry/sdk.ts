@@ -20,24 +20,19 @@ import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
 import { BullMQOtel } from 'bullmq-otel';
 import type { Telemetry } from 'bullmq';
 import { safeUrl } from '../safe-url';
-import { setBullTelemetry } from './tracing';
+import { setBullTelemetry, tracingRequested } from './tracing';
 
 /**
  * Tracing (OpenTelemetry's Node SDK): on when an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, OTLP over HTTP), unless `OTEL_SDK_DISABLED=true`; otherwise nothing is
  * instrumented and nothing leaves the process. It must start before the instrumented libraries (http, koa, pg,
- * ioredis, pino) are loaded: each entry point imports `telemetry/register.ts` first.
+ * ioredis, pino) are loaded: each entry point imports its `telemetry/register-<role>.ts` first (start.ts).
  *
  * What a span may carry is decided here: Redis commands by name only (their arguments hold upload sessions and
  * key records), SQL as written (values are bound, never recorded), and every URL with its query values replaced
  * but for the harmless ones (the log's rule, `safeUrl`: a webhook URL or a WebSocket URL may carry a credential).
  */
 let sdk: NodeSDK | undefined;
-
-export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return false;
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-}
 
 /** Starts tracing for a process of this role, once, if requested. */
 export function startTelemetry(role: 'web' | 'worker' | 'dev', env: NodeJS.ProcessEnv = process.env): void {

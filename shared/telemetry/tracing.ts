@@ -18,6 +18,12 @@ import type { Telemetry } from 'bullmq';
  */
 export const tracer = trace.getTracer('works-api');
 
+/** Tracing is on when an OTLP endpoint is configured, unless `OTEL_SDK_DISABLED=true` (sdk.ts). */
+export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
 /** Attribute names of the service's spans (the ids support staff search by). */
 export const ATTR = {
   organization: 'works.organization_id',

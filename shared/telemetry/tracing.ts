@@ -37,7 +37,6 @@ export const ATTR = {
   attempt: 'works.webhook.attempt',
   event: 'works.webhook.event',
   outcome: 'works.webhook.outcome',
-  statusCode: 'http.response.status_code',
   txHash: 'works.chain.tx_hash',
   nonce: 'works.chain.nonce',
   blockNumber: 'works.chain.block_number',
@@ -69,12 +68,6 @@ export function withTraceparent<T>(traceparent: string | null | undefined, fn: (
 /** Runs `fn` outside whatever trace is active: work shared by many (a relayer's batch) belongs to none of them. */
 export function detached<T>(fn: () => T): T {
   return context.with(ROOT_CONTEXT, fn);
-}
-
-/** A link to the span a stored traceparent names (none when it names nothing). */
-export function linkTo(traceparent: string | null | undefined): Link[] {
-  const span = trace.getSpanContext(contextOf(traceparent));
-  return span ? [{ context: span }] : [];
 }
 
 export interface SpanOptions {

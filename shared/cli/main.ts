@@ -20,6 +20,9 @@ import { ChainConnections } from '../chain/connections';
 import { findWallet } from '../organizations/repo';
 import { listVersions, workOnNetwork } from '../works/repo';
 import { verifyAnchors, versionIsValid } from '../chain/verify';
+import { transactionStory } from '../support/transaction-story';
+import { organizationActivity } from '../support/org-activity';
+import { parseSince } from './since';
 
 const DEV_ENV_FILE = path.resolve(__dirname, '../../.data/dev.env');
 
@@ -46,6 +49,13 @@ const COMMANDS: Record<string, Command> = {
   'org show': (config, f) => withDb(config, (db) => showOrganization(db, required(f, 'org'))),
   'org credit': (config, f) =>
     withDb(config, (db) => creditOrganization(db, required(f, 'org'), requiredInt(f, 'amount'), f.reason as string | undefined)),
+  'org activity': (config, f) => {
+    const limit = optionalInt(f, 'limit') ?? 100;
+    if (limit < 1 || limit > 1000) throw usage('--limit must be between 1 and 1000');
+    const since = parseSince(required(f, 'since'));
+    return withDb(config, (db) => organizationActivity(db, { organizationId: required(f, 'org'), since, limit }));
+  },
+  'transaction show': (config, f) => withDb(config, (db) => transactionStory(db, required(f, 'id'))),
   'org suspend': (config, f) =>
     withDb(config, (db) => withRedis(config, (redis) => setOrganizationStatus({ db, redis, config }, required(f, 'org'), 'suspended'))),
   'org activate': (config, f) =>
@@ -146,6 +156,9 @@ const OPTIONS = {
   sub: { type: 'string' },
   role: { type: 'string' },
   ttl: { type: 'string' },
+  id: { type: 'string' },
+  since: { type: 'string' },
+  limit: { type: 'string' },
 } as const;
 
 function required(flags: Flags, name: string): string {

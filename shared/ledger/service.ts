@@ -54,3 +54,41 @@ export async function appendLedgerEntry(trx: Knex | Knex.Transaction, entry: Led
 
 /** The balance the ledger's entries add up to (kept on the organization's row by the ledger's trigger). */
 export const balanceOf = creditBalance;
+
+/** A ledger row as support staff read it. */
+export interface LedgerEntry {
+  readonly id: string;
+  readonly kind: LedgerKind;
+  readonly amount: number;
+  readonly balanceAfter: number;
+  readonly reason: string | null;
+  readonly createdAt: Date;
+}
+
+/** The debit and refund paying for `reference` (a transaction id), oldest first: the (organization, kind, reference) index. */
+export async function entriesFor(db: Knex, organizationId: string, reference: string): Promise<LedgerEntry[]> {
+  const rows = await db('credit_ledger')
+    .where({ organization_id: organizationId, reference })
+    .whereIn('kind', ['debit', 'refund'] satisfies LedgerKind[])
+    .orderBy('id');
+  return rows.map((r) => ({
+    id: String(r.id),
+    kind: r.kind,
+    amount: Number(r.amount),
+    balanceAfter: Number(r.balance_after),
+    reason: r.reason,
+    createdAt: r.created_at,
+  }));
+}
+
+/** The credits the organization was debited and refunded since `since`, as positive totals. */
+export async function creditsMovedSince(db: Knex, organizationId: string, since: Date): Promise<{ debited: number; refunded: number }> {
+  const rows: { kind: LedgerKind; total: string }[] = await db('credit_ledger')
+    .where({ organization_id: organizationId })
+    .where('created_at', '>=', since)
+    .whereIn('kind', ['debit', 'refund'] satisfies LedgerKind[])
+    .groupBy('kind')
+    .select('kind', db.raw('sum(amount) AS total'));
+  const total = (kind: LedgerKind) => Math.abs(Number(rows.find((r) => r.kind === kind)?.total ?? 0));
+  return { debited: total('debit'), refunded: total('refund') };
+}

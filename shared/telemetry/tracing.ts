@@ -3,6 +3,7 @@ import {
   propagation,
   ROOT_CONTEXT,
   SpanStatusCode,
+  isValidTraceId,
   trace,
   type Attributes,
   type Context,
@@ -49,10 +50,10 @@ export function traceparentOf(ctx: Context = context.active()): string | null {
   return carrier.traceparent ?? null;
 }
 
-/** The trace id (32 hex) a traceparent names, or null. */
+/** The trace id of a W3C traceparent (`00-<trace id>-<span id>-<flags>`); null when there is none or it is not valid. */
 export function traceIdOf(traceparent: string | null | undefined): string | null {
-  const id = traceparent?.split('-')[1];
-  return id && /^[0-9a-f]{32}$/.test(id) ? id : null;
+  const m = /^([0-9a-f]{2})-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? '');
+  return m && m[1] !== 'ff' && isValidTraceId(m[2]!) ? m[2]! : null;
 }
 
 /** A context whose parent is the span a stored traceparent names (the root context when there is none). */

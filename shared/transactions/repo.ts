@@ -258,3 +258,27 @@ export async function announcedExplorerUrl(db: Knex, transactionId: string): Pro
   const row = await db('transactions').where({ id: transactionId }).first(db.raw("result->>'explorer_url' AS url"));
   return row?.url || undefined;
 }
+
+/* Support reads (the operator CLI): an organization's window, by (organization_id, created_at). */
+
+const confirmedSince = (db: Knex, organizationId: string, since: Date) =>
+  db('transactions').where({ organization_id: organizationId }).where('created_at', '>=', since);
+
+export type ActivityRow = Pick<TransactionRow, 'id' | 'type' | 'network' | 'status' | 'currentStep' | 'atsId' | 'version' | 'result'> &
+  Pick<TransactionRow, 'externalUserRef' | 'createdAt' | 'finalizedAt'>;
+
+/** The organization's transactions confirmed since `since`, newest first, at most `limit`. */
+export async function transactionsSince(db: Knex, organizationId: string, since: Date, limit: number): Promise<ActivityRow[]> {
+  const columns = 'id, type, network, status, current_step, ats_id, version, result, external_user_ref, created_at, finalized_at';
+  const rows = await confirmedSince(db, organizationId, since).orderByRaw('created_at DESC, id DESC').limit(limit).select(db.raw(columns));
+  return rows.map(toTransaction);
+}
+
+/** How many of the organization's transactions confirmed since `since` there are of each type and status (failed: by reason). */
+export async function transactionCountsSince(db: Knex, organizationId: string, since: Date): Promise<TransactionCount[]> {
+  return confirmedSince(db, organizationId, since)
+    .groupByRaw('1, 2, 3')
+    .select('type', 'status', db.raw(`result->'error'->>'code' AS reason`), db.raw('count(*)::int AS count'));
+}
+
+export type TransactionCount = { type: TransactionRow['type']; status: TransactionStatus; reason: string | null; count: number };

@@ -29,9 +29,27 @@ const toSubmission = (r: Record<string, any>): SubmissionRow => ({
   status: r.status,
 });
 
-export async function findSubmission(db: Db, id: string): Promise<SubmissionRow | undefined> {
-  const row = await db('chain_submissions').where({ id }).first();
-  return row ? toSubmission(row) : undefined;
+/** A batch with where it landed, as support staff read it (the CLI's `transaction show`). */
+export interface SubmissionRecord extends Omit<SubmissionRow, 'extrinsicHex'> {
+  readonly blockHash: string | null;
+  readonly blockNumber: number | null;
+  readonly extrinsicIndex: number | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export async function findSubmission(db: Db, id: string): Promise<SubmissionRecord | undefined> {
+  const r = await db('chain_submissions').where({ id }).first();
+  if (!r) return undefined;
+  const { extrinsicHex: _, ...row } = toSubmission(r);
+  return {
+    ...row,
+    blockHash: r.block_hash,
+    blockNumber: r.block_number,
+    extrinsicIndex: r.extrinsic_index,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }
 
 /** The network's batches signed and not yet seen in a block, by nonce. */

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { Coalescer } from '../coalesce';
 import { withConnection } from '../db/knex';
+import type { AttemptRow, EventDeliveryRow } from './types';
 
 /** A delivery as its job sees it, with everything its attempt needs (the body's parts and the sealed secret). */
 export interface Delivery {
@@ -264,6 +265,22 @@ export async function claimUnclaimed(db: Knex, claims: readonly { id: string; jo
     [claims.map((c) => c.id), claims.map((c) => c.jobId)],
   );
   return new Set((rows as { id: string }[]).map((r) => r.id));
+}
+
+/** A transaction's events with their deliveries, oldest first, and every attempt at them in order (support's view). */
+export async function eventHistory(db: Knex, transactionId: string): Promise<{ events: EventDeliveryRow[]; attempts: AttemptRow[] }> {
+  const columns =
+    'e.id, e.type, e.payload, e.created_at, d.id AS delivery_id, d.url, d.status, d.attempts, d.next_attempt_at, d.delivered_at';
+  const events = await db('events as e')
+    .leftJoin('webhook_deliveries as d', 'd.event_id', 'e.id')
+    .where('e.transaction_id', transactionId)
+    .orderBy('e.created_at')
+    .select(db.raw(columns));
+  const attempts = await db('webhook_attempts')
+    .where({ transaction_id: transactionId })
+    .orderBy(['delivery_id', 'attempt'])
+    .select('delivery_id', 'attempt', 'created_at', 'status_code', 'duration_ms', 'error', 'outcome', 'next_attempt_at');
+  return { events, attempts };
 }
 
 const PRUNE_BATCH = 5000;

@@ -4,6 +4,7 @@ import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
+import { serveWorkerMetrics } from './metrics-server';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -35,10 +36,12 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
     );
   }
   const unwatch = queues.includes('maintenance') ? await keepMaintenanceScheduled(context) : undefined;
+  const metrics = await serveWorkerMetrics(context);
   return {
     queues,
     async stop() {
       unwatch?.();
+      await metrics?.close();
       await running.stop();
       await context.close();
     },

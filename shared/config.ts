@@ -26,6 +26,11 @@ export interface Config {
   readonly env: 'development' | 'test' | 'production';
   readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
   readonly log: { readonly level: string };
+  /**
+   * A worker process's own `/metrics` (operator auth, as the web's): served on `port` when it is set, on `host`
+   * (all interfaces by default); 0 takes a free port. The web serves its metrics on its own port.
+   */
+  readonly metrics: { readonly port: number | undefined; readonly host: string };
   readonly database: { readonly url: string; readonly poolMax: number };
   readonly redis: RedisSettings;
   readonly s3: {
@@ -199,6 +204,10 @@ export function loadConfig(env: Env = process.env): Config {
       trustProxy: read.bool('TRUST_PROXY', false),
     },
     log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
+    metrics: {
+      port: read.optional('METRICS_PORT') === undefined ? undefined : read.int('METRICS_PORT', 0, 0, 65535),
+      host: read.optional('METRICS_HOST') ?? '0.0.0.0',
+    },
     database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000) },
     redis: readRedisSettings(read, problems),
     s3: {

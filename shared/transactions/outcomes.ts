@@ -9,6 +9,7 @@ import { indexFinalizedVersion } from '../works/indexing';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
 import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
+import type { Settlement } from '../metrics/events';
 
 // The two ends of a confirmed transaction: finalized and indexed, or failed and refunded.
 
@@ -73,7 +74,12 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       },
       accessCode,
     });
-    return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], certificates: [{ workId, version }] });
+    return effects({
+      deliveries: deliveryId ? [deliveryId] : [],
+      published: [tx.id],
+      certificates: [{ workId, version }],
+      settled: [settlement(tx, 'finalized', finalizedAt)],
+    });
   });
   await afterCommit(deps, done);
   return (await findTransaction(deps.db, transactionId))!;
@@ -189,5 +195,13 @@ export async function failWithin(
       failed_at: failedAt.toISOString(),
     },
   });
-  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id] });
+  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], settled: [settlement(tx, 'failed', failedAt)] });
 }
+
+const settlement = (tx: TransactionRow, status: Settlement['status'], settledAt: Date): Settlement => ({
+  network: tx.network,
+  type: tx.type,
+  status,
+  confirmedAt: tx.createdAt,
+  settledAt,
+});

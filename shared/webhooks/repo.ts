@@ -15,6 +15,8 @@ export interface Delivery {
   readonly payload: Record<string, unknown>;
   readonly sealedAccessCode: string | null;
   readonly sealedWebhookSecret: string;
+  /** When its transaction was confirmed (for the confirm → webhook latency). */
+  readonly confirmedAt: Date;
 }
 
 /** An attempt's row and the delivery's new state, written together. */
@@ -33,10 +35,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const LOAD = `
   SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
-         e.payload, e.sealed_access_code, k.webhook_secret_encrypted
+         e.payload, e.sealed_access_code, k.webhook_secret_encrypted, t.confirmed_at
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
     JOIN api_key_webhooks k ON k.id = e.api_key_id
+    JOIN transaction_confirmations t ON t.id = e.transaction_id
    WHERE d.id = ANY($1::uuid[])`;
 
 // Each delivery's new state and its attempt's row in one statement: atomic without a transaction's extra round
@@ -135,6 +138,7 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
   payload: r.payload,
   sealedAccessCode: r.sealed_access_code,
   sealedWebhookSecret: r.webhook_secret_encrypted,
+  confirmedAt: r.confirmed_at,
 });
 
 /**
@@ -203,6 +207,12 @@ export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliver
     .select('d.id', 'e.type as event', 'e.transaction_id', 'd.url', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.updated_at');
   if (id !== undefined) query.where('d.id', id);
   return query;
+}
+
+/** How many deliveries are dead (dead-lettered) now. */
+export async function deadDeliveryCount(db: Knex): Promise<number> {
+  const row = await db('webhook_deliveries').where({ status: 'dead' }).first(db.raw('count(*)::int AS count'));
+  return row.count;
 }
 
 /** A dead delivery back to pending under a new current job; false when it was not dead. */

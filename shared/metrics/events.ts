@@ -52,7 +52,7 @@ export class EventMetrics {
   });
   readonly webhookDeadLetters = new Counter({
     name: 'works_api_webhook_dead_letters_total',
-    help: 'Webhook deliveries moved to the dead-letter queue',
+    help: 'Webhook deliveries given up and moved to the dead-letter queue (webhooks-dead)',
     registers: [this.registry],
   });
   readonly relayerFeesPaid = new Counter({

@@ -1,4 +1,6 @@
 import http from 'node:http';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
@@ -21,7 +23,7 @@ import type { Config } from '../../shared/config';
 const OPERATOR = { user: 'metrics-ops', password: randomBytes(18).toString('base64url') };
 const BASIC = { Authorization: `Basic ${Buffer.from(`${OPERATOR.user}:${OPERATOR.password}`).toString('base64')}` };
 
-/** Every metric README's "Operations / metrics" lists, by where it is scraped. */
+/** Every metric of the service, by where it is scraped (README's "Operations / metrics" lists the same). */
 const WEB_METRICS = [
   'works_api_http_request_duration_seconds',
   'works_api_queue_jobs',
@@ -78,6 +80,16 @@ describe('operations metrics (issue 22)', function () {
     await receiver?.stop();
     await workers?.stop();
     await app?.close();
+  });
+
+  it('lists in README\'s "Operations / metrics" exactly the metrics this test watches', () => {
+    const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+    const section = readme.slice(
+      readme.indexOf('## Operations / metrics'),
+      readme.indexOf('\n## ', readme.indexOf('## Operations / metrics') + 1),
+    );
+    const listed = new Set(section.match(/works_api_[a-z_]+/g));
+    expect([...listed].sort()).to.deep.equal([...WEB_METRICS, ...WORKER_METRICS].sort());
   });
 
   it('serves a worker its own /metrics on METRICS_PORT, to operators only', async () => {

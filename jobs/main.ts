@@ -18,6 +18,11 @@ export interface RunningJobs {
 export async function startJobs(config: Config, log: Logger): Promise<RunningJobs> {
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const context = openResources(config, log.child({ process: 'worker' }), { worker: queues });
+  // first, so a METRICS_PORT already taken stops the start before any job is taken
+  const metrics = await serveWorkerMetrics(context).catch(async (err: Error) => {
+    await context.close();
+    throw err;
+  });
   const running = startWorkers(context, queues, PROCESSORS);
   // a node away at start is waited for (the connection retries); say so once the first connection has had
   // its chance (a node merely still connecting is not reported), and say when it is reached
@@ -36,7 +41,6 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
     );
   }
   const unwatch = queues.includes('maintenance') ? await keepMaintenanceScheduled(context) : undefined;
-  const metrics = await serveWorkerMetrics(context);
   return {
     queues,
     async stop() {

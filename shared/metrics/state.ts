@@ -125,7 +125,7 @@ async function chainState(deps: StateDeps, network: Network, relayer: Promise<st
   const address = await relayer.catch(() => undefined);
   const { connected, bestBlock, finalizedBlock, free } = await deps.chains.vitals(network, address, PART_TIMEOUT_MS);
   if (bestBlock === undefined || finalizedBlock === undefined) return { network, connected };
-  const fees = free && address ? await part(relayerFeesSince(deps.db, network, address, bestBlock - FEE_WINDOW_BLOCKS)) : undefined;
+  const fees = free ? await part(relayerFeesSince(deps.db, network, bestBlock - FEE_WINDOW_BLOCKS)) : undefined;
   return {
     network,
     connected,

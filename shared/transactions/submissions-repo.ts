@@ -86,10 +86,10 @@ export async function markSubmissionInBlock(
     });
 }
 
-/** What the relayer paid for its batches in blocks above `fromBlock` (planck; 0 when none). */
-export async function relayerFeesSince(db: Db, network: Network, relayer: string, fromBlock: number): Promise<bigint> {
+/** What the network's relayer paid for its batches in blocks above `fromBlock` (planck; 0 when none). */
+export async function relayerFeesSince(db: Db, network: Network, fromBlock: number): Promise<bigint> {
   const row = await db('chain_submissions')
-    .where({ network, relayer })
+    .where({ network })
     .whereIn('status', ['in_block', 'finalized'])
     .where('block_number', '>', fromBlock)
     .first(db.raw('coalesce(sum(fee_planck), 0)::text AS fees'));

@@ -16,6 +16,7 @@ import { configWith } from '../helpers/services';
 import { scrape, type Scrape } from '../helpers/prometheus';
 import { openResources } from '../../shared/resources';
 import { createWebApp } from '../../web/app';
+import { startJobs } from '../../jobs/main';
 import { FEE_WINDOW_BLOCKS } from '../../shared/metrics/state';
 import { relayerAddress } from '../../shared/chain/keys';
 import type { Config } from '../../shared/config';
@@ -111,6 +112,15 @@ describe('operations metrics (issue 22)', function () {
     // the process metrics keep their standard names
     expect(scraped.types.get('process_cpu_user_seconds_total')).to.equal('counter');
     expectError(await call(base, 'GET', '/anything-else', { headers: BASIC }), 404, 'common.not_found');
+  });
+
+  it('stops a worker at start, before it takes a job, when its METRICS_PORT is taken', async () => {
+    const taken = configWith({ METRICS_PORT: new URL(workers.metricsUrl!).port, METRICS_HOST: '127.0.0.1', WORKER_QUEUES: 'certificates' });
+    const started = await startJobs(taken, testLogger()).then(
+      (jobs) => jobs.stop().then(() => 'started'),
+      (err: NodeJS.ErrnoException) => err.code,
+    );
+    expect(started).to.equal('EADDRINUSE');
   });
 
   it('moves every metric during a registration, a retried and a dead-lettered webhook; the relayer balance falls by the fee', async () => {

@@ -6,6 +6,7 @@ import { startWorkers } from './workers';
 import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
 import { stopTracing } from '../shared/telemetry/start';
+import { serveWorkerMetrics } from './metrics-server';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -19,6 +20,11 @@ export interface RunningJobs {
 export async function startJobs(config: Config, log: Logger): Promise<RunningJobs> {
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
   const context = openResources(config, log.child({ process: 'worker' }), { worker: queues });
+  // first, so a METRICS_PORT already taken stops the start before any job is taken
+  const metrics = await serveWorkerMetrics(context).catch(async (err: Error) => {
+    await context.close();
+    throw err;
+  });
   const running = startWorkers(context, queues, PROCESSORS);
   // a node away at start is waited for (the connection retries); say so once the first connection has had
   // its chance (a node merely still connecting is not reported), and say when it is reached
@@ -41,6 +47,7 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
     queues,
     async stop() {
       unwatch?.();
+      await metrics?.close();
       await running.stop();
       await context.close();
     },

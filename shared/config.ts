@@ -26,6 +26,7 @@ export interface Config {
   readonly env: 'development' | 'test' | 'production';
   readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
   readonly log: { readonly level: string };
+  readonly metrics: { readonly port: number | undefined; readonly host: string };
   readonly database: { readonly url: string; readonly poolMax: number };
   readonly redis: RedisSettings;
   readonly s3: {
@@ -129,9 +130,7 @@ export interface Config {
 }
 
 /** The process environment, for entry points that pass it on (the dev runner, the CLI). */
-export function processEnv(): Env {
-  return process.env;
-}
+export const processEnv = (): Env => process.env;
 
 /** For entry points: print every configuration problem and exit non-zero. */
 export function loadConfigOrExit(env: Env = process.env): Config {
@@ -199,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
       trustProxy: read.bool('TRUST_PROXY', false),
     },
     log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
+    metrics: { port: read.int('METRICS_PORT', undefined, 0, 65535), host: read.optional('METRICS_HOST') ?? '0.0.0.0' },
     database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000) },
     redis: readRedisSettings(read, problems),
     s3: {

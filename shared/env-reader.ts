@@ -26,7 +26,8 @@ export class EnvReader {
     return value;
   }
 
-  int(name: string, fallback: number, min: number, max: number): number {
+  /** An integer in [min, max]; `fallback` when unset (undefined for a setting that may stay off). */
+  int<F extends number | undefined>(name: string, fallback: F, min: number, max: number): number | F {
     const raw = this.optional(name);
     if (raw === undefined) return fallback;
     const value = Number(raw);

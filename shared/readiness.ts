@@ -47,7 +47,8 @@ export async function checkReadiness(ctx: {
   return { ready: Object.values(checks).every((c) => c.ok), checks };
 }
 
-function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** `promise`, or a rejection once `ms` have passed. */
+export function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(
     () => clearTimeout(timer),

@@ -9,6 +9,7 @@ import { bullPrefix } from './redis/settings';
 import { createStorage, type Storage } from './storage/s3';
 import { ChainConnections } from './chain/connections';
 import { SecretBox } from './crypto/secret-box';
+import { EventMetrics } from './metrics/events';
 
 /**
  * The process roles: each opens only the resources it uses. `dev` opens everything, for tools that play every
@@ -58,6 +59,8 @@ export interface Resources {
   readonly storage: Storage;
   readonly chains: ChainConnections;
   readonly box: SecretBox;
+  /** What this process counts as it happens (a worker serves it on METRICS_PORT: jobs/metrics-server.ts). */
+  readonly metrics: EventMetrics;
   /** Whether this role opened the chain connections (a worker without chain queues did not). */
   readonly hasChains: boolean;
   /** Completion events of the prepare queue, which the web waits on; opened on first use. */
@@ -90,6 +93,7 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
     config,
     log,
     ...opened,
+    metrics: new EventMetrics(),
     hasChains: opened.chains !== undefined,
     prepareEvents(): QueueEvents {
       if (!needs.has('prepareEvents')) throw new Error(`the ${name} did not open prepareEvents`);

@@ -19,12 +19,14 @@ export interface WebAppOptions {
   readonly verifyAdmin?: AdminVerifier;
   /** Whether the process is stopping (main.ts's drain); never, when not given. */
   readonly lifecycle?: Lifecycle;
+  /** How long one read of the state behind /metrics' gauges is reused (5 s unless a test wants fresher). */
+  readonly metricsStateMaxAgeMs?: number;
 }
 
 /** Builds the Koa application; listening and WebSockets are main.ts's business. */
 export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   const koa = new Koa({ proxy: app.config.http.trustProxy });
-  const metrics = createWebMetrics(app.queues);
+  const metrics = createWebMetrics(app, options.metricsStateMaxAgeMs);
   const verifyAdmin = options.verifyAdmin ?? createIdentityVerifier(app.config.identity);
   koa.silent = true; // errors are logged by the errors middleware, once
 

@@ -113,6 +113,7 @@ async function handOn(app: Resources, job: JobOf<'webhooks'>, deliveryId: string
 }
 
 async function deadLetter(app: Resources, deliveryId: string): Promise<string> {
+  app.metrics.webhookDeadLetters.inc();
   return enqueueDeadLetter(app.queues, deliveryId).then(
     () => 'dead-lettered to webhooks-dead',
     (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,

@@ -1,5 +1,6 @@
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import type { ChainNetworkConfig, Network } from '../config';
+import { nativeDecimals, tokenAmount, type TokenAmount } from './tokens';
 
 export interface ChainHealth {
   readonly network: Network;
@@ -8,6 +9,16 @@ export interface ChainHealth {
   readonly bestBlock?: number;
   readonly specName?: string;
   readonly error?: string;
+}
+
+/** What the operators' metrics read of a network: the connection, both heads and an account's free balance. */
+export interface ChainVitals {
+  readonly network: Network;
+  readonly connected: boolean;
+  /** Absent when the node could not be read in time (or is not connected). */
+  readonly bestBlock?: number;
+  readonly finalizedBlock?: number;
+  readonly free?: TokenAmount;
 }
 
 /**
@@ -72,6 +83,34 @@ export class ChainConnections {
       };
     } catch (err) {
       return { network, connected: entry.provider.isConnected, ready: entry.ready, error: (err as Error).message };
+    }
+  }
+
+  /** The network's vitals, with `account`'s free balance when given; bounded by `timeoutMs`, never throws. */
+  async vitals(network: Network, account: string | undefined, timeoutMs = 3000): Promise<ChainVitals> {
+    const entry = this.apis.get(network);
+    const connected = Boolean(entry?.provider.isConnected && entry.ready);
+    if (!entry || !connected) return { network, connected };
+    const { api } = entry;
+    try {
+      const read = async () => {
+        const [best, finalizedHash, info] = await Promise.all([
+          api.rpc.chain.getHeader(),
+          api.rpc.chain.getFinalizedHead(),
+          account === undefined
+            ? undefined
+            : (api.query.system.account(account) as unknown as Promise<{ data: { free: { toString(): string } } }>),
+        ]);
+        const finalized = await api.rpc.chain.getHeader(finalizedHash);
+        return {
+          bestBlock: best.number.toNumber(),
+          finalizedBlock: finalized.number.toNumber(),
+          ...(info && { free: tokenAmount(BigInt(info.data.free.toString()), nativeDecimals(api)) }),
+        };
+      };
+      return { network, connected, ...(await withTimeout(read(), timeoutMs, 'vitals request timed out')) };
+    } catch {
+      return { network, connected: entry.provider.isConnected && entry.ready };
     }
   }
 

@@ -1,6 +1,7 @@
 import type { ApiPromise } from '@polkadot/api';
 import { chooseDialect } from './choose-dialect';
 import type { ItemAssignment, ItemEvent } from './dialect';
+import { nativeDecimals, tokenAmount, type TokenAmount } from './tokens';
 
 /** How one item of a batch went: ran and succeeded, failed alone, or never ran (a plain batch stopped early). */
 export interface ItemOutcome {
@@ -17,6 +18,8 @@ export interface Inclusion {
   readonly error?: string;
   /** Per item, in batch order, read from the item's own events. */
   readonly items: readonly ItemOutcome[];
+  /** What its signer (the relayer) paid for the extrinsic, read from its events (see `feeOf`). */
+  readonly fee?: TokenAmount;
 }
 
 /** Where an extrinsic landed and how it and each of its batch items went, read from the block's events. */
@@ -56,7 +59,27 @@ export async function outcomeIn(api: ApiPromise, blockHash: string, extrinsicHas
   if (!success) items.length = 0; // nothing of a failed extrinsic stands
   while (items.length < itemCount)
     items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
-  return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items };
+  const fee = extrinsic.isSigned ? feeOf(events, extrinsic.signer.toString()) : undefined;
+  const paid = fee === undefined ? {} : { fee: tokenAmount(fee, nativeDecimals(api)) };
+  return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items, ...paid };
+}
+
+/**
+ * The fee the payer paid for an extrinsic, from the extrinsic's events: `transactionPayment.TransactionFeePaid`'s
+ * actual fee where the runtime emits it; else (runtimes from before that event, the local chain's Asset Hub
+ * among them) the payer's balance withdrawn less what was refunded to it (`balances.Withdraw`, `balances.Deposit`),
+ * which is what its free balance lost. Undefined when the events say neither.
+ */
+function feeOf(events: readonly { section: string; method: string; data: unknown[] }[], payer: string): bigint | undefined {
+  const paid = events.find((e) => e.section === 'transactionPayment' && e.method === 'TransactionFeePaid');
+  if (paid) return BigInt(String(paid.data[1]));
+  let net: bigint | undefined;
+  for (const e of events) {
+    if (e.section !== 'balances' || String(e.data[0]) !== payer) continue;
+    if (e.method === 'Withdraw') net = (net ?? 0n) + BigInt(String(e.data[1]));
+    else if (e.method === 'Deposit') net = (net ?? 0n) - BigInt(String(e.data[1]));
+  }
+  return net !== undefined && net >= 0n ? net : undefined;
 }
 
 /** Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record). */

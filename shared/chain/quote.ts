@@ -3,6 +3,7 @@ import type { KeyringPair } from '@polkadot/keyring/types';
 import { batchOf } from './batch';
 import { describeDispatchError } from './inclusion';
 import { accountNonceAt, ERA_PERIOD } from './submit';
+import { nativeDecimals } from './tokens';
 
 export interface AnchorQuote {
   /** Fee the relayer pays for the exact call (a batch of this one item), in planck. */
@@ -28,7 +29,7 @@ export const QUOTE_GROUP_MAX = 100;
 export function quoteOf(api: ApiPromise, { feePlanck, dryRun }: CallVerdict): AnchorQuote {
   return {
     feePlanck,
-    decimals: api.registry.chainDecimals[0] ?? 12,
+    decimals: nativeDecimals(api),
     mortalitySeconds: Math.floor((ERA_PERIOD * expectedBlockTimeMs(api)) / 1000),
     dryRun,
   };

@@ -48,6 +48,7 @@ export async function recordInclusion(
     await markInBlock(trx, inclusion, ran);
     return out;
   });
+  if (inclusion.fee) app.metrics.relayerFeesPaid.inc({ network: submission.network }, inclusion.fee.tokens);
   announce(touched);
   await afterCommit(app, { ...mergeEffects(deliveries), published: touched });
   app.log.info(

@@ -3,18 +3,21 @@ import { enqueueCertificate } from '../queue/jobs';
 import { enqueueDeliveries } from '../webhooks/enqueue';
 import type { Config } from '../config';
 import { publishTransactionUpdates, type UpdateDeps } from './updates';
+import type { EventMetrics, Settlement } from '../metrics/events';
 
 /**
  * What a committed change to transactions sets off, gathered inside the SQL transaction and carried out once
- * it has committed: webhook deliveries to enqueue, live updates to publish, certificates to render.
+ * it has committed: webhook deliveries to enqueue, live updates to publish, certificates to render, and the
+ * transactions that reached their end, to count.
  */
 export interface Effects {
   readonly deliveries: readonly string[];
   readonly published: readonly string[];
   readonly certificates: readonly { readonly workId: string; readonly version: number }[];
+  readonly settled: readonly Settlement[];
 }
 
-export const NO_EFFECTS: Effects = { deliveries: [], published: [], certificates: [] };
+export const NO_EFFECTS: Effects = { deliveries: [], published: [], certificates: [], settled: [] };
 
 export function effects(part: Partial<Effects>): Effects {
   return { ...NO_EFFECTS, ...part };
@@ -25,12 +28,14 @@ export function mergeEffects(all: readonly Effects[]): Effects {
     deliveries: all.flatMap((e) => e.deliveries),
     published: all.flatMap((e) => e.published),
     certificates: all.flatMap((e) => e.certificates),
+    settled: all.flatMap((e) => e.settled),
   };
 }
 
 export interface EffectDeps extends UpdateDeps {
   readonly queues: Queues;
   readonly config: Pick<Config, 'redis' | 'webhooks'>;
+  readonly metrics: EventMetrics;
 }
 
 /**
@@ -40,6 +45,7 @@ export interface EffectDeps extends UpdateDeps {
  * lost frame costs a live client one update, and a missing certificate is rendered on first download.
  */
 export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void> {
+  for (const settlement of done.settled) deps.metrics.settled(settlement);
   await enqueueDeliveries(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
   for (const { workId, version } of done.certificates) {

@@ -9,6 +9,7 @@ import { indexFinalizedVersion } from '../works/indexing';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
 import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
+import type { Settlement } from '../metrics/events';
 
 // The two ends of a confirmed transaction: finalized and indexed, or failed and refunded.
 
@@ -54,6 +55,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
       traceparent: tx.traceparent,
+      confirmedAt: tx.createdAt,
       type: registering ? 'work_registered' : 'work_updated',
       payload: {
         event: registering ? 'work_registered' : 'work_updated',
@@ -74,7 +76,12 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       },
       accessCode,
     });
-    return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], certificates: [{ workId, version }] });
+    return effects({
+      deliveries: deliveryId ? [deliveryId] : [],
+      published: [tx.id],
+      certificates: [{ workId, version }],
+      settled: [settlement(tx, 'finalized', finalizedAt)],
+    });
   });
   await afterCommit(deps, done);
   return (await findTransaction(deps.db, transactionId))!;
@@ -177,6 +184,7 @@ export async function failWithin(
     organizationId: tx.organizationId,
     apiKeyId: tx.apiKeyId,
     traceparent: tx.traceparent,
+    confirmedAt: tx.createdAt,
     type: 'work_failed',
     payload: {
       event: 'work_failed',
@@ -191,5 +199,13 @@ export async function failWithin(
       failed_at: failedAt.toISOString(),
     },
   });
-  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id] });
+  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], settled: [settlement(tx, 'failed', failedAt)] });
 }
+
+const settlement = (tx: TransactionRow, status: Settlement['status'], settledAt: Date): Settlement => ({
+  network: tx.network,
+  type: tx.type,
+  status,
+  confirmedAt: tx.createdAt,
+  settledAt,
+});

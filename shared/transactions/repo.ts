@@ -282,3 +282,19 @@ export async function transactionCountsSince(db: Knex, organizationId: string, s
 }
 
 export type TransactionCount = { type: TransactionRow['type']; status: TransactionStatus; reason: string | null; count: number };
+
+/** Per network and status, the transactions not yet terminal: how many, and the oldest's age in seconds (by the database's clock). */
+export async function openTransactionCounts(
+  db: Knex,
+): Promise<{ network: Network; status: TransactionStatus; count: number; oldestAgeSeconds: number }[]> {
+  const rows = await db('transactions')
+    .whereIn('status', ['pending', 'submitted', 'in_block'] satisfies TransactionStatus[])
+    .groupBy('network', 'status')
+    .select('network', 'status', db.raw('count(*)::int AS count'), db.raw('extract(epoch FROM now() - min(created_at))::float8 AS age'));
+  return rows.map((r: { network: Network; status: TransactionStatus; count: number; age: number }) => ({
+    network: r.network,
+    status: r.status,
+    count: r.count,
+    oldestAgeSeconds: Math.max(0, r.age),
+  }));
+}

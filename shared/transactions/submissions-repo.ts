@@ -98,15 +98,28 @@ export async function insertSubmission(db: Db, s: NewSubmission): Promise<Submis
 export async function markSubmissionInBlock(
   db: Db,
   id: string,
-  at: { blockHash: string; blockNumber: number; index: number },
+  at: { blockHash: string; blockNumber: number; index: number; fee?: { planck: bigint } },
 ): Promise<void> {
-  await db('chain_submissions').where({ id }).update({
-    status: 'in_block',
-    block_hash: at.blockHash,
-    block_number: at.blockNumber,
-    extrinsic_index: at.index,
-    updated_at: db.fn.now(),
-  });
+  await db('chain_submissions')
+    .where({ id })
+    .update({
+      status: 'in_block',
+      block_hash: at.blockHash,
+      block_number: at.blockNumber,
+      extrinsic_index: at.index,
+      fee_planck: at.fee?.planck.toString() ?? null,
+      updated_at: db.fn.now(),
+    });
+}
+
+/** What the network's relayer paid for its batches in blocks above `fromBlock` (planck; 0 when none). */
+export async function relayerFeesSince(db: Db, network: Network, fromBlock: number): Promise<bigint> {
+  const row = await db('chain_submissions')
+    .where({ network })
+    .whereIn('status', ['in_block', 'finalized'])
+    .where('block_number', '>', fromBlock)
+    .first(db.raw('coalesce(sum(fee_planck), 0)::text AS fees'));
+  return BigInt(row.fees);
 }
 
 /** A batch that can never be included. */

@@ -239,6 +239,7 @@ export class RelayerSubmitter {
         items.map((item) => ({ id: item.id, steps: enterStep(item.steps, 'submitting') })),
       );
       this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
+      this.app.metrics.chainBatchSize.observe({ network }, items.length);
       return row;
     });
   }

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Config } from '../config';
+import type { EventMetrics } from '../metrics/events';
 import type { SecretBox } from '../crypto/secret-box';
 import { webhookSecretAad } from '../api-keys/service';
 import { accessCodeAad } from './service';
@@ -38,6 +39,7 @@ export interface AttemptPlan {
 export interface DeliveryDeps {
   readonly box: SecretBox;
   readonly config: Pick<Config, 'webhooks'>;
+  readonly metrics: EventMetrics;
 }
 
 /** What an attempt uses besides those: the process's batched statements and kept-alive connections. */
@@ -111,6 +113,7 @@ async function attempt(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan,
     durationMs: Date.now() - started - queuedMs,
     nextAttemptAt: decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null,
   });
+  app.metrics.attempted(decision.kind, delivery);
   return { ...decision, attempt };
 }
 

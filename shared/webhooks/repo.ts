@@ -1,42 +1,15 @@
 import type { Knex } from 'knex';
 import { Coalescer } from '../coalesce';
 import { withConnection } from '../db/knex';
-import type { AttemptRow, EventDeliveryRow } from './types';
+import type { AttemptRecord, AttemptRow, DeadDeliveryRow, Delivery, EventDeliveryRow, EventRow } from './types';
 
-/** A delivery as its job sees it, with everything its attempt needs (the body's parts and the sealed secret). */
-export interface Delivery {
-  readonly id: string;
-  readonly status: 'pending' | 'delivered' | 'dead';
-  readonly url: string;
-  readonly currentJobId: string | null;
-  readonly eventId: string;
-  readonly event: string;
-  readonly transactionId: string;
-  readonly apiKeyId: string;
-  readonly payload: Record<string, unknown>;
-  readonly sealedAccessCode: string | null;
-  readonly sealedWebhookSecret: string;
-  /** The trace of the transaction the event tells of (telemetry/tracing.ts), kept on the event; null if untraced. */
-  readonly traceparent: string | null;
-}
-
-/** An attempt's row and the delivery's new state, written together. */
-export interface AttemptRecord {
-  readonly delivery: Delivery;
-  /** The delivery's status after this attempt. */
-  readonly status: 'pending' | 'delivered' | 'dead';
-  readonly outcome: 'delivered' | 'retry' | 'dead';
-  readonly statusCode: number | null;
-  readonly error: string | null;
-  readonly durationMs: number;
-  readonly nextAttemptAt: Date | null;
-}
+export type { AttemptRecord, DeadDeliveryRow, Delivery, EventRow } from './types';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const LOAD = `
   SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
-         e.payload, e.sealed_access_code, e.traceparent, k.webhook_secret_encrypted
+         e.payload, e.sealed_access_code, e.traceparent, e.confirmed_at, k.webhook_secret_encrypted
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
     JOIN api_key_webhooks k ON k.id = e.api_key_id
@@ -139,6 +112,7 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
   sealedAccessCode: r.sealed_access_code,
   sealedWebhookSecret: r.webhook_secret_encrypted,
   traceparent: r.traceparent ?? null,
+  confirmedAt: r.confirmed_at ?? null,
 });
 
 /**
@@ -152,17 +126,6 @@ async function prepared(db: Knex, name: string, text: string, values: unknown[])
 
 // Events and deliveries outside the delivery jobs' hot path: recording, dead letters, reconciling, pruning.
 
-export interface EventRow {
-  readonly id: string;
-  readonly transactionId: string;
-  readonly organizationId: string;
-  readonly apiKeyId: string;
-  readonly type: string;
-  readonly payload: Record<string, unknown>;
-  readonly sealedAccessCode: string | null;
-  readonly traceparent: string | null;
-}
-
 export async function insertEvent(trx: Knex.Transaction, e: EventRow): Promise<void> {
   await trx('events').insert({
     id: e.id,
@@ -173,6 +136,7 @@ export async function insertEvent(trx: Knex.Transaction, e: EventRow): Promise<v
     payload: JSON.stringify(e.payload),
     sealed_access_code: e.sealedAccessCode,
     traceparent: e.traceparent,
+    confirmed_at: e.confirmedAt,
   });
 }
 
@@ -189,18 +153,6 @@ export async function insertDelivery(
   await trx('webhook_deliveries').insert({ id: d.id, event_id: d.eventId, api_key_id: d.apiKeyId, url: d.url });
 }
 
-export interface DeadDeliveryRow {
-  readonly id: string;
-  readonly event: string;
-  readonly transaction_id: string;
-  readonly url: string;
-  readonly attempts: number;
-  readonly last_status_code: number | null;
-  readonly last_error: string | null;
-  readonly updated_at: Date;
-}
-
-/** Dead deliveries with their event, newest first; one when `id` is given. */
 export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliveryRow[]> {
   const query = db('webhook_deliveries as d')
     .join('events as e', 'e.id', 'd.event_id')
@@ -209,6 +161,12 @@ export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliver
     .select('d.id', 'e.type as event', 'e.transaction_id', 'd.url', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.updated_at');
   if (id !== undefined) query.where('d.id', id);
   return query;
+}
+
+/** How many deliveries are dead (dead-lettered) now. */
+export async function deadDeliveryCount(db: Knex): Promise<number> {
+  const row = await db('webhook_deliveries').where({ status: 'dead' }).first(db.raw('count(*)::int AS count'));
+  return row.count;
 }
 
 /** A dead delivery back to pending under a new current job; false when it was not dead. */

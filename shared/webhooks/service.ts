@@ -15,6 +15,8 @@ export interface NewEvent {
   readonly accessCode?: string;
   /** The transaction's trace, which the event's delivery attempts join. */
   readonly traceparent: string | null;
+  /** When the transaction was confirmed (its creation): the start of the confirm → webhook latency. */
+  readonly confirmedAt: Date;
 }
 
 export const accessCodeAad = (eventId: string) => `access-code:${eventId}`;

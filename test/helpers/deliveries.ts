@@ -44,6 +44,7 @@ export async function recordDelivery(ctx: Resources, url: string): Promise<TestD
       organizationId,
       apiKeyId: key.id,
       traceparent: null,
+      confirmedAt: new Date(),
       type: 'work_failed',
       payload: {
         event: 'work_failed',

@@ -4,10 +4,13 @@ import type { Config, Env, QueueName } from '../../shared/config';
 import { openResources } from '../../shared/resources';
 import { startWorkers } from '../../jobs/workers';
 import { PROCESSORS } from '../../jobs/registry';
+import { serveWorkerMetrics } from '../../jobs/metrics-server';
 import { startApp, testLogger, whenConnected } from './app';
 import { configWith, testServices } from './services';
 
 export interface TestWorkers {
+  /** Their `/metrics` server's base URL, when the configuration sets METRICS_PORT (as a `worker` process serves it). */
+  readonly metricsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -20,8 +23,11 @@ export async function startTestWorkers(
   await whenConnected(context);
   const running = startWorkers(context, queues, PROCESSORS);
   await Promise.all(running.workers.map((w) => w.waitUntilReady()));
+  const metrics = await serveWorkerMetrics(context);
   return {
+    metricsUrl: metrics?.url,
     async stop() {
+      await metrics?.close();
       await running.stop(5000);
       await context.close();
     },

@@ -94,8 +94,8 @@ describe('HTTP basics', () => {
     expectError(await call(app.url, 'GET', '/metrics', { token: await adminToken({ organizationId: org }) }), 403, 'common.forbidden');
     const reply = await call(app.url, 'GET', '/metrics', { token: await operatorToken({ organizationId: org }) });
     expect(reply.status).to.equal(200);
-    expect(reply.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(reply.text).to.match(/^works_api_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} \d+$/m);
     for (const queue of ['prepare', 'chain', 'webhooks'])
-      expect(reply.text).to.match(new RegExp(`queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+`));
+      expect(reply.text).to.match(new RegExp(`^works_api_queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+$`, 'm'));
   });
 });

@@ -46,6 +46,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SHUTDOWN_DRAIN_MS: '-1' })).to.throw(/SHUTDOWN_DRAIN_MS must be an integer/);
   });
 
+  it('serves no worker metrics unless METRICS_PORT is set', () => {
+    expect(loadConfig(valid).metrics).to.deep.equal({ port: undefined, host: '0.0.0.0' });
+    expect(loadConfig({ ...valid, METRICS_PORT: '9464', METRICS_HOST: '127.0.0.1' }).metrics).to.deep.equal({
+      port: 9464,
+      host: '127.0.0.1',
+    });
+    expect(loadConfig({ ...valid, METRICS_PORT: '0' }).metrics.port).to.equal(0);
+    expect(() => loadConfig({ ...valid, METRICS_PORT: 'x' })).to.throw(/METRICS_PORT must be an integer from 0 to 65535/);
+  });
+
   it('restricts WORKER_QUEUES to the named queues', () => {
     expect(loadConfig({ ...valid, WORKER_QUEUES: 'webhooks' }).workers.queues).to.deep.equal(['webhooks']);
   });

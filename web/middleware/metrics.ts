@@ -1,39 +1,22 @@
 import type { Middleware } from 'koa';
-import { Registry, Histogram, Gauge, collectDefaultMetrics } from 'prom-client';
-import type { Queues } from '../../shared/queue/queues';
+import type { Registry } from 'prom-client';
+import { createWebRegistry } from '../../shared/metrics/web-metrics';
+import { stateReader, type StateDeps } from '../../shared/metrics/state';
+import { sharedRead } from '../../shared/metrics/shared-read';
 
 export interface WebMetrics {
   readonly registry: Registry;
   readonly middleware: Middleware;
 }
 
+/** How long one read of the state serves every scrape (and every gauge of a scrape). */
+export const STATE_MAX_AGE_MS = 5000;
+
 /** One registry per app instance, so several apps in one process (tests) do not collide. */
-export function createWebMetrics(queues: Queues): WebMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by method, route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  new Gauge({
-    name: 'queue_jobs',
-    help: 'Jobs per queue and state',
-    labelNames: ['queue', 'state'] as const,
-    registers: [registry],
-    async collect() {
-      await Promise.all(
-        Object.entries(queues).map(async ([name, queue]) => {
-          const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
-          for (const [state, value] of Object.entries(counts)) this.set({ queue: name, state }, value);
-        }),
-      );
-    },
-  });
+export function createWebMetrics(app: StateDeps, stateMaxAgeMs = STATE_MAX_AGE_MS): WebMetrics {
+  const { registry, httpDuration } = createWebRegistry(sharedRead(stateReader(app), stateMaxAgeMs));
   const middleware: Middleware = async (ctx, next) => {
-    const end = duration.startTimer();
+    const end = httpDuration.startTimer();
     try {
       await next();
     } finally {

@@ -168,7 +168,11 @@ async function deliverEvents(
   const started = process.hrtime.bigint();
   const arrived = receiver.waitFor(count);
   // as the chain worker enqueues a block's outcomes (webhooks/enqueue.ts), 1,000 at a time
-  for (let i = 0; i < deliveries.length; i += 1000) await enqueueDeliveries(app, deliveries.slice(i, i + 1000));
+  for (let i = 0; i < deliveries.length; i += 1000)
+    await enqueueDeliveries(
+      app,
+      deliveries.slice(i, i + 1000).map((id) => ({ id, traceparent: null })),
+    );
   const lastBody = await arrived;
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   // each attempt is recorded just after its answer: the last few commit a moment after the receiver saw them

@@ -1,3 +1,6 @@
+import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import { activeContext, inContext } from './telemetry/tracing';
+
 export interface CoalescerOptions<In> {
   /** Items per call of `run` at most. */
   readonly maxBatch: number;
@@ -9,6 +12,8 @@ export interface CoalescerOptions<In> {
 
 interface Waiting<In, Out> {
   readonly item: In;
+  /** The submitter's trace context: a call made for it alone runs in it. */
+  readonly context: Context;
   readonly resolve: (out: Out) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -31,7 +36,7 @@ export class Coalescer<In, Out> {
 
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ item, resolve, reject });
+      this.waiting.push({ item, context: activeContext(), resolve, reject });
       this.pump();
     });
   }
@@ -40,7 +45,8 @@ export class Coalescer<In, Out> {
     while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
       const batch = this.take();
       this.inFlight += 1;
-      this.run(batch.map((w) => w.item))
+      // a call for one submitter is part of its trace; one for several, of none (not of whoever made the call)
+      inContext(batch.length === 1 ? batch[0]!.context : ROOT_CONTEXT, () => this.run(batch.map((w) => w.item)))
         .then(
           (outs) => batch.forEach((w, i) => w.resolve(outs[i] as Out)),
           (err) => batch.forEach((w) => w.reject(err)),

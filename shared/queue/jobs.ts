@@ -1,7 +1,7 @@
 import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { QueueName } from '../config';
 import { deliveryAttempts } from '../webhooks/retry-policy';
-import { withTraceparent } from '../telemetry/tracing';
+import { jobTrace, withTraceparent } from '../telemetry/tracing';
 
 /** What each queue's jobs carry: ids, never state (processors load it from PostgreSQL or the job store). */
 export interface JobData {
@@ -82,13 +82,20 @@ export async function enqueueDelivery(queues: Queues, schedule: readonly number[
 export async function enqueueFirstAttempts(
   queues: Queues,
   schedule: readonly number[],
-  jobs: readonly ({ readonly deliveryId: string } | { readonly jobId: string; readonly deliveryIds: readonly string[] })[],
+  jobs: readonly (
+    | { readonly deliveryId: string; readonly traceparent?: string | null }
+    | { readonly jobId: string; readonly deliveryIds: readonly string[] }
+  )[],
 ): Promise<void> {
   if (jobs.length === 0) return;
   await queues.webhooks.addBulk(
     jobs.map((j) =>
       'deliveryId' in j
-        ? { name: 'deliver', data: { deliveryId: j.deliveryId }, opts: deliveryJobOptions(schedule, j.deliveryId) }
+        ? {
+            name: 'deliver',
+            data: { deliveryId: j.deliveryId },
+            opts: { ...deliveryJobOptions(schedule, j.deliveryId), ...jobTrace(j.traceparent) },
+          }
         : // a batch job runs once: a delivery that needs another attempt gets a job of its own (the worker's)
           { name: 'deliver-batch', data: { deliveryIds: j.deliveryIds }, opts: { jobId: j.jobId, attempts: 1 } },
     ),

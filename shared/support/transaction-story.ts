@@ -2,12 +2,16 @@ import type { Knex } from 'knex';
 import { AppError, notFound } from '../errors';
 import { isUuid } from '../organizations/service';
 import { findTransaction } from '../transactions/repo';
-import { traceIdOf } from '../telemetry/tracing';
+import { sampledIn, traceIdOf } from '../telemetry/tracing';
+import { safeUrl } from '../safe-url';
 import { findSubmission } from '../transactions/submissions-repo';
 import { eventHistory } from '../webhooks/repo';
 import { entriesFor } from '../ledger/service';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** A webhook URL as the logs show one: query values redacted but for the harmless ones, and no user part. */
+const redactedUrl = (url: string) => safeUrl(url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1[redacted]@'));
 
 /**
  * One transaction's whole story for support staff (the CLI's `transaction show`): the transaction, its steps with
@@ -74,7 +78,8 @@ export async function transactionStory(db: Knex, id: string) {
         id: e.delivery_id,
         event_id: e.id,
         event: e.type,
-        url: e.url,
+        // a credential in a webhook URL's query (or user part) is not for support tickets
+        url: e.url === null ? null : redactedUrl(e.url),
         status: e.status,
         next_attempt_at: iso(e.next_attempt_at),
         delivered_at: iso(e.delivered_at),
@@ -99,5 +104,7 @@ export async function transactionStory(db: Knex, id: string) {
       created_at: iso(l.createdAt),
     })),
     trace_id: traceIdOf(tx.traceparent),
+    // false: the trace was not sampled, so no collector has its spans (its log lines still carry the id)
+    trace_sampled: sampledIn(tx.traceparent),
   };
 }

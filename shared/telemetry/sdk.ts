@@ -1,5 +1,5 @@
 import { trace, type Attributes, type Context, type Link, type SpanKind } from '@opentelemetry/api';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { core, NodeSDK } from '@opentelemetry/sdk-node';
 import {
   BatchSpanProcessor,
   ParentBasedSampler,
@@ -37,17 +37,24 @@ let sdk: NodeSDK | undefined;
 /** Starts tracing for a process of this role, once, if requested. */
 export function startTelemetry(role: 'web' | 'worker' | 'dev', env: NodeJS.ProcessEnv = process.env): void {
   if (sdk || !tracingRequested(env)) return;
-  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1');
   sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME || `works-api-${role}`,
     spanProcessors: [new SafeAttributes(new BatchSpanProcessor(new OTLPTraceExporter()))],
-    sampler: new ParentBasedSampler({ root: new NoHousekeeping(new TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1)) }),
+    sampler: new ParentBasedSampler({ root: new NoHousekeeping(new TraceIdRatioBasedSampler(samplingRatio(env.OTEL_TRACES_SAMPLER_ARG))) }),
+    // trace context only, no baggage (and the HTTP hook below drops a caller's trace headers): nothing a caller sends travels on
+    textMapPropagator: new core.W3CTraceContextPropagator(),
     // traces only: no metrics (prom-client serves those) and no log export (logs go to stdout, with trace_id)
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
       new HttpInstrumentation({
-        ignoreIncomingRequestHook: (req) => QUIET_PATHS.has((req.url ?? '').split('?')[0]!),
+        ignoreIncomingRequestHook: (req) => {
+          // A partner's trace context is not ours to join: its sampled flag would override our sampling, its ids
+          // would become the transaction's trace. Each request starts a trace of its own. (Run before the
+          // instrumentation reads the headers; nothing else in the service reads these.)
+          for (const header of INBOUND_TRACE_HEADERS) delete req.headers[header];
+          return QUIET_PATHS.has((req.url ?? '').split('?')[0]!);
+        },
         requireParentforOutgoingSpans: true,
       }),
       new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
@@ -67,6 +74,14 @@ export async function stopTelemetry(): Promise<void> {
   setBullTelemetry(undefined);
   await stopping?.shutdown().catch(() => undefined);
 }
+
+/** The share of new traces kept: `OTEL_TRACES_SAMPLER_ARG` between 0 and 1; unset, empty or not a number: all. */
+export function samplingRatio(value: string | undefined): number {
+  const ratio = value === undefined || value.trim() === '' ? NaN : Number(value);
+  return Number.isFinite(ratio) ? Math.min(1, Math.max(0, ratio)) : 1;
+}
+
+const INBOUND_TRACE_HEADERS = ['traceparent', 'tracestate', 'baggage'];
 
 /** Probes and scrapes, asked every few seconds: never traced. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
@@ -93,7 +108,16 @@ class NoHousekeeping implements Sampler {
 /** Attributes that hold a URL (or its query), as the HTTP instrumentation names them. */
 const URL_ATTRIBUTES = ['url.full', 'http.url', 'http.target', 'url.query'];
 
-/** Replaces the query values of every URL attribute (but for the harmless ones) before a span is exported. */
+/**
+ * BullMQ puts a job's return value on its span's `job completed` event: a prepare's is the quote, with the creators'
+ * names and e-mails. Never exported.
+ */
+const DROPPED_EVENT_ATTRIBUTES = ['bullmq.job.result'];
+
+/**
+ * Before a span is exported: replaces the query values of every URL attribute (but for the harmless ones) and
+ * drops what BullMQ's events would carry of a job's data.
+ */
 class SafeAttributes implements SpanProcessor {
   constructor(private readonly inner: SpanProcessor) {}
 
@@ -107,6 +131,10 @@ class SafeAttributes implements SpanProcessor {
       const value = attributes[key];
       if (typeof value !== 'string') continue;
       attributes[key] = key === 'url.query' ? safeUrl(`?${value}`).slice(1) : safeUrl(value);
+    }
+    for (const event of span.events) {
+      const carried = event.attributes as Record<string, unknown> | undefined;
+      if (carried) for (const key of DROPPED_EVENT_ATTRIBUTES) delete carried[key];
     }
     this.inner.onEnd(span);
   }

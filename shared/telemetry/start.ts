@@ -14,7 +14,13 @@ export function startTracingIfRequested(role: 'web' | 'worker' | 'dev'): void {
   sdk.startTelemetry(role);
 }
 
-/** Exports what is still buffered and stops tracing, if it was started. */
+/** How long a stopping process waits for its last spans to be exported (a collector away must not hold it up). */
+const FLUSH_MS = 2000;
+
+/** Exports what is still buffered (for FLUSH_MS at most) and stops tracing, if it was started. */
 export async function stopTracing(): Promise<void> {
-  await sdk?.stopTelemetry();
+  if (!sdk) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([sdk.stopTelemetry(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_MS)))]);
+  clearTimeout(timer);
 }

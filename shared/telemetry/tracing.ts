@@ -50,10 +50,18 @@ export function traceparentOf(ctx: Context = context.active()): string | null {
   return carrier.traceparent ?? null;
 }
 
-/** The trace id of a W3C traceparent (`00-<trace id>-<span id>-<flags>`); null when there is none or it is not valid. */
+/**
+ * The trace id of a W3C traceparent (`00-<trace id>-<span id>-<flags>`); null when there is none or it is not valid.
+ * (A trace not sampled has an id too: its log lines carry it, though no span of it was exported; `sampledIn`.)
+ */
 export function traceIdOf(traceparent: string | null | undefined): string | null {
   const m = /^([0-9a-f]{2})-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? '');
   return m && m[1] !== 'ff' && isValidTraceId(m[2]!) ? m[2]! : null;
+}
+
+/** Whether a traceparent's trace was sampled (its spans exported). */
+export function sampledIn(traceparent: string | null | undefined): boolean {
+  return traceIdOf(traceparent) !== null && (parseInt(traceparent!.slice(-2), 16) & 1) === 1;
 }
 
 /** A context whose parent is the span a stored traceparent names (the root context when there is none). */
@@ -64,6 +72,39 @@ export function contextOf(traceparent: string | null | undefined): Context {
 /** Runs `fn` as part of the trace a stored traceparent names, or in no trace at all. */
 export function withTraceparent<T>(traceparent: string | null | undefined, fn: () => T): T {
   return context.with(contextOf(traceparent), fn);
+}
+
+/**
+ * The context work of the trace a stored traceparent names should run in: the active one when it is already in
+ * that trace (its spans then nest under the active span), else the stored span's. With no traceparent, the active.
+ */
+export function contextFor(traceparent: string | null | undefined): Context {
+  const active = trace.getSpanContext(context.active());
+  if (!traceparent || (active && active.traceId === traceIdOf(traceparent))) return context.active();
+  return contextOf(traceparent);
+}
+
+/** Runs `fn` in the trace a stored traceparent names (`contextFor`). */
+export function inTraceOf<T>(traceparent: string | null | undefined, fn: () => T): T {
+  return context.with(contextFor(traceparent), fn);
+}
+
+/**
+ * BullMQ's telemetry option for a job added among others (`addBulk`, whose one context would otherwise be every
+ * job's): the job carries the trace the traceparent names. Its format is bullmq-otel's metadata.
+ */
+export function jobTrace(traceparent: string | null | undefined): { telemetry: { metadata: string } } | undefined {
+  return traceparent && bull ? { telemetry: { metadata: JSON.stringify({ traceparent }) } } : undefined;
+}
+
+/** The active context, kept by work that runs later on another's behalf (coalesce.ts). */
+export function activeContext(): Context {
+  return context.active();
+}
+
+/** Runs `fn` in a context kept earlier (`activeContext`). */
+export function inContext<T>(ctx: Context, fn: () => T): T {
+  return context.with(ctx, fn);
 }
 
 /** Runs `fn` outside whatever trace is active: work shared by many (a relayer's batch) belongs to none of them. */

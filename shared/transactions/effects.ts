@@ -1,6 +1,6 @@
 import type { Queues } from '../queue/jobs';
 import { enqueueCertificate } from '../queue/jobs';
-import { enqueueDeliveries } from '../webhooks/enqueue';
+import { enqueueDeliveries, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
 import { publishTransactionUpdates, type UpdateDeps } from './updates';
 import type { EventMetrics, Settlement } from '../metrics/events';
@@ -11,7 +11,8 @@ import type { EventMetrics, Settlement } from '../metrics/events';
  * transactions that reached their end, to count.
  */
 export interface Effects {
-  readonly deliveries: readonly string[];
+  /** Webhook deliveries recorded, each with the trace of its transaction (its job joins it). */
+  readonly deliveries: readonly NewDelivery[];
   readonly published: readonly string[];
   readonly certificates: readonly { readonly workId: string; readonly version: number }[];
   readonly settled: readonly Settlement[];

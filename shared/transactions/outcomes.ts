@@ -77,7 +77,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       accessCode,
     });
     return effects({
-      deliveries: deliveryId ? [deliveryId] : [],
+      deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
       published: [tx.id],
       certificates: [{ workId, version }],
       settled: [settlement(tx, 'finalized', finalizedAt)],
@@ -199,7 +199,11 @@ export async function failWithin(
       failed_at: failedAt.toISOString(),
     },
   });
-  return effects({ deliveries: deliveryId ? [deliveryId] : [], published: [tx.id], settled: [settlement(tx, 'failed', failedAt)] });
+  return effects({
+    deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
+    published: [tx.id],
+    settled: [settlement(tx, 'failed', failedAt)],
+  });
 }
 
 const settlement = (tx: TransactionRow, status: Settlement['status'], settledAt: Date): Settlement => ({

@@ -10,8 +10,8 @@ import { pinnedLookup, RefusedDestination, vetDestination, type Resolver, type V
 import type { DeliveryConnections } from './connections';
 import type { Delivery, DeliveryRepo } from './repo';
 import { parseRetryAfter, retryDelaySeconds } from './retry-policy';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
-import { ATTR, contextOf, inSpan, traceIdOf } from '../telemetry/tracing';
+import { context, SpanStatusCode, trace } from '@opentelemetry/api';
+import { ATTR, contextFor, inSpan } from '../telemetry/tracing';
 
 /** How one HTTP attempt went (contract §7 classification). */
 type Result =
@@ -61,14 +61,14 @@ export function attemptDelivery(app: DeliveryDeps, delivery: Delivery, plan: Att
   // in the trace of the transaction the event tells of: under the job's run when that run is in it (a delivery
   // job of its own), else (a batch job's, a revived dead letter's) under the confirm, linked to the run
   const run = trace.getActiveSpan()?.spanContext();
-  const inRun = !delivery.traceparent || (run !== undefined && run.traceId === traceIdOf(delivery.traceparent));
+  const parent = contextFor(delivery.traceparent);
   const attributes = {
     [ATTR.organization]: String(delivery.payload.organization_id ?? ''),
     [ATTR.transaction]: delivery.transactionId,
     [ATTR.delivery]: delivery.id,
     [ATTR.event]: delivery.event,
   };
-  const options = inRun ? { attributes } : { attributes, parent: contextOf(delivery.traceparent), links: run ? [{ context: run }] : [] };
+  const options = parent === context.active() ? { attributes } : { attributes, parent, links: run ? [{ context: run }] : [] };
   return inSpan('webhook.attempt', options, async (span) => {
     const decision = await attempt(app, delivery, plan, using);
     span.setAttributes({ [ATTR.attempt]: decision.attempt, [ATTR.outcome]: decision.kind });

@@ -3,11 +3,18 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { enqueueDelivery, enqueueFirstAttempts, type Queues } from '../queue/jobs';
 import { claimUnclaimed, unclaimedDestinations } from './repo';
+import { inTraceOf } from '../telemetry/tracing';
 
 export interface EnqueueDeps {
   readonly db: Knex;
   readonly queues: Queues;
   readonly config: Pick<Config, 'webhooks'>;
+}
+
+/** A delivery just recorded, and the trace of its transaction (null when untraced). */
+export interface NewDelivery {
+  readonly id: string;
+  readonly traceparent: string | null;
 }
 
 /** Deliveries to one destination whose first attempts share a job, at most. */
@@ -19,12 +26,15 @@ export const DELIVERY_BATCH = 16;
  * current job: the worker then moves one job, not one per delivery, through Redis for their first attempts.
  * Each delivery keeps its own attempt rows, retry schedule (a retry gets a job of its own) and dead letter.
  */
-export async function enqueueDeliveries(deps: EnqueueDeps, deliveryIds: readonly string[]): Promise<void> {
+export async function enqueueDeliveries(deps: EnqueueDeps, deliveries: readonly NewDelivery[]): Promise<void> {
   const schedule = deps.config.webhooks.retrySchedule;
-  if (deliveryIds.length <= 1) {
-    for (const id of deliveryIds) await enqueueDelivery(deps.queues, schedule, id);
+  // a delivery's job is added in its transaction's trace (a failure's is recorded in a relayer round, in none)
+  if (deliveries.length <= 1) {
+    for (const { id, traceparent } of deliveries) await inTraceOf(traceparent, () => enqueueDelivery(deps.queues, schedule, id));
     return;
   }
+  const deliveryIds = deliveries.map((d) => d.id);
+  const traceOf = new Map(deliveries.map((d) => [d.id, d.traceparent]));
   const byUrl = new Map<string, string[]>();
   for (const { id, url } of await unclaimedDestinations(deps.db, deliveryIds)) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
   const groups = [...byUrl.values()].flatMap((ids) =>
@@ -37,7 +47,7 @@ export async function enqueueDeliveries(deps: EnqueueDeps, deliveryIds: readonly
   );
   // anything not claimed for a batch (alone to its URL, claimed meanwhile, or not pending) gets the job it always
   // had: its run decides
-  const singles = deliveryIds.filter((id) => !claimed.has(id)).map((deliveryId) => ({ deliveryId }));
+  const singles = deliveryIds.filter((id) => !claimed.has(id)).map((deliveryId) => ({ deliveryId, traceparent: traceOf.get(deliveryId) }));
   const kept = batches
     .map((b) => ({ ...b, deliveryIds: b.deliveryIds.filter((id) => claimed.has(id)) }))
     .filter((b) => b.deliveryIds.length > 0);

@@ -78,7 +78,17 @@ describe('operator CLI: support tools', function () {
     it("prints a finalized registration's whole story: steps, extrinsic and block, each webhook attempt, the debit", async () => {
       const { code, out, err } = await admin(['transaction', 'show', '--id', finalized.id], env());
       expect(code, JSON.stringify(err)).to.equal(0);
-      expect(Object.keys(out)).to.have.members(['transaction', 'steps', 'chain', 'result', 'events', 'deliveries', 'ledger', 'trace_id']);
+      expect(Object.keys(out)).to.have.members([
+        'transaction',
+        'steps',
+        'chain',
+        'result',
+        'events',
+        'deliveries',
+        'ledger',
+        'trace_id',
+        'trace_sampled',
+      ]);
       const version = await app.context.db('work_versions').where({ transaction_id: finalized.id }).first();
       expect(out.transaction).to.deep.equal({
         id: finalized.id,
@@ -180,10 +190,13 @@ describe('operator CLI: support tools', function () {
     it('prints the trace id of the transaction’s traceparent, and null when it has none', async () => {
       const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
       const trace = (traceparent: string | null) => app.context.db('transactions').where({ id: finalized.id }).update({ traceparent });
+      const show = async () => (await admin(['transaction', 'show', '--id', finalized.id], env())).out;
       await trace(`00-${traceId}-00f067aa0ba902b7-01`);
-      expect((await admin(['transaction', 'show', '--id', finalized.id], env())).out.trace_id).to.equal(traceId);
+      expect(await show()).to.include({ trace_id: traceId, trace_sampled: true });
+      await trace(`00-${traceId}-00f067aa0ba902b7-00`); // not sampled: the logs have it, no collector does
+      expect(await show()).to.include({ trace_id: traceId, trace_sampled: false });
       await trace(null);
-      expect((await admin(['transaction', 'show', '--id', finalized.id], env())).out.trace_id).to.equal(null);
+      expect(await show()).to.include({ trace_id: null, trace_sampled: false });
     });
 
     it('answers an unknown id with common.not_found, a malformed one with a usage error, neither with SQL', async () => {

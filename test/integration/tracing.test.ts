@@ -34,6 +34,9 @@ describe('traces across processes', function () {
   let web: WebProcess;
   let worker: WorkerProcess;
   let workerLog: string;
+  let transactionId: string;
+  /** The spans of the registration's trace, once both webhook attempts' are in. */
+  let trace: ReceivedSpan[];
 
   // the clients below talk to real processes: nock's interceptor stays out of their sockets
   before(() => nock.restore());
@@ -59,6 +62,19 @@ describe('traces across processes', function () {
     web = await spawnWeb(env);
     for (const queue of ['prepare', 'chain', 'webhooks'] as const)
       while ((await ctx.queues[queue].getWorkersCount()) === 0) await new Promise((r) => setTimeout(r, 100));
+
+    // one registration, its first webhook attempt refused
+    const r = await register(web.url, key.token);
+    expect(r.confirm.status).to.equal(202);
+    transactionId = r.confirm.body.transaction_id;
+    await hooks.waitFor(2, 120_000);
+    // the trace is the confirm's; wait until both attempts' spans are in
+    trace = await otlp.until((spans) => {
+      const confirm = spans.find((s) => s.name === 'works.confirm' && s.attributes['works.transaction_id'] === transactionId);
+      if (!confirm) return undefined;
+      const of = spans.filter((s) => s.traceId === confirm.traceId);
+      return of.filter((s) => s.name === 'webhook.attempt').length >= 2 ? of : undefined;
+    });
   });
 
   after(async () => {
@@ -70,18 +86,6 @@ describe('traces across processes', function () {
   });
 
   it('one trace from the confirm request through chain, batch, finality, indexing and every webhook attempt', async () => {
-    const r = await register(web.url, key.token);
-    expect(r.confirm.status).to.equal(202);
-    const transactionId: string = r.confirm.body.transaction_id;
-    await hooks.waitFor(2, 120_000);
-
-    // the trace is the confirm's; wait until both attempts' spans are in
-    const trace = await otlp.until((spans) => {
-      const confirm = spans.find((s) => s.name === 'works.confirm' && s.attributes['works.transaction_id'] === transactionId);
-      if (!confirm) return undefined;
-      const of = spans.filter((s) => s.traceId === confirm.traceId);
-      return of.filter((s) => s.name === 'webhook.attempt').length >= 2 ? of : undefined;
-    });
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const ancestors = (span: ReceivedSpan): ReceivedSpan[] => {
       const chain: ReceivedSpan[] = [];
@@ -162,11 +166,34 @@ describe('traces across processes', function () {
     expect(refused.map((l) => l.trace_id)).to.deep.equal([confirm.traceId]);
   });
 
-  it('no secret in any attribute of any span exported', async () => {
-    const secrets = [key.token, key.webhookSecret, testServices().env.SECRETS_KEY, testServices().env.RELAYER_SEED_TESTNET].filter(
+  it('a caller’s trace context is not joined: its request starts a trace of the service’s own', async () => {
+    const partner = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) };
+    const res = await fetch(`${web.url}/v1/transactions/${transactionId}`, {
+      headers: {
+        Authorization: `Bearer ${key.token}`,
+        traceparent: `00-${partner.traceId}-${partner.spanId}-01`,
+        baggage: 'partner=hello',
+      },
+    });
+    expect(res.status).to.equal(200);
+    const served = await otlp.until((spans) =>
+      spans.find((s) => s.kind === SERVER && s.name === 'GET /v1/transactions/:id' && s.attributes['http.response.status_code'] === 200),
+    );
+    expect(served.traceId).to.not.equal(partner.traceId);
+    expect(served.parentSpanId).to.equal('');
+    expect(otlp.raw.join('\n')).to.not.include(partner.traceId).and.not.include('partner=hello');
+  });
+
+  it('no secret, nor personal data, in any span exported', async () => {
+    const { env } = testServices();
+    const secrets = [key.token, key.webhookSecret, env.SECRETS_KEY, env.RELAYER_SEED_TESTNET, env.S3_SECRET_ACCESS_KEY].filter(
       (s): s is string => Boolean(s),
     );
     expect(otlp.spans.length).to.be.greaterThan(10);
+    // BullMQ's job-completed event would carry the prepare's quote: the creators' names and e-mails, the title
+    expect(otlp.spans.some((s) => s.name === 'process prepare')).to.equal(true);
+    for (const personal of ['ada@example.test', 'Lovelace', 'Babbage', 'Symphony for Engines'])
+      expect(otlp.raw.join('\n'), personal).to.not.include(personal);
     const everything = otlp.raw.join('\n');
     for (const secret of secrets) expect(everything.includes(secret), 'a secret in an exported span').to.equal(false);
     // nor an access code, a bearer header, a presigned signature, or a Redis command's arguments

@@ -43,7 +43,10 @@ describe('webhook delivery: first attempts batched per destination', function ()
       if (id === flaky!.deliveryId && tries.get(id) === 1) return { status: 503 };
       return { status: 200 };
     };
-    await enqueueDeliveries(app.context, [ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId]);
+    await enqueueDeliveries(
+      app.context,
+      [ok!, flaky!, gone!].map((d) => ({ id: d.deliveryId, traceparent: null })),
+    );
 
     const batchJobId = await currentJob(ok!);
     expect(batchJobId).to.match(/^batch-/);
@@ -100,7 +103,10 @@ describe('webhook delivery: first attempts batched per destination', function ()
     receiver.respond = () => ({ status: 200 });
     const shared = await record(`${receiver.url}/shared`, 2);
     const [alone] = await record(`${receiver.url}/alone`, 1);
-    await enqueueDeliveries(app.context, [shared[0]!.deliveryId, alone!.deliveryId, shared[1]!.deliveryId]);
+    await enqueueDeliveries(
+      app.context,
+      [shared[0]!, alone!, shared[1]!].map((d) => ({ id: d.deliveryId, traceparent: null })),
+    );
     for (const d of [...shared, alone!]) await deliveryReaches(app.context, d.deliveryId, 'delivered');
     const [first, second] = [await currentJob(shared[0]!), await currentJob(shared[1]!)];
     expect(first).to.match(/^batch-/);

@@ -91,8 +91,8 @@ describe('after-commit effects, with the handles a test gives', () => {
       log: { warn: (_o: unknown, message: string) => warnings.push(message) },
     } as unknown as EffectDeps;
     const done = mergeEffects([
-      effects({ deliveries: ['d1'], published: ['t1'] }),
-      effects({ deliveries: ['d2'], certificates: [{ workId: 'w', version: 2 }] }),
+      effects({ deliveries: [{ id: 'd1', traceparent: null }], published: ['t1'] }),
+      effects({ deliveries: [{ id: 'd2', traceparent: null }], certificates: [{ workId: 'w', version: 2 }] }),
     ]);
 
     await afterCommit(deps, done);

@@ -93,7 +93,7 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
     config,
     log,
     ...opened,
-    metrics: new EventMetrics(),
+    metrics: new EventMetrics(config.chains.map((c) => c.network)),
     hasChains: opened.chains !== undefined,
     prepareEvents(): QueueEvents {
       if (!needs.has('prepareEvents')) throw new Error(`the ${name} did not open prepareEvents`);

@@ -62,6 +62,23 @@ export class EventMetrics {
     registers: [this.registry],
   });
 
+  /**
+   * Every series that can appear starts at 0 (a counter first seen at 1 hides that first event from `rate()` and
+   * `increase()` after each start of a worker).
+   */
+  constructor(networks: readonly string[] = []) {
+    for (const network of networks) {
+      this.relayerFeesPaid.inc({ network }, 0);
+      this.chainBatchSize.zero({ network });
+      for (const type of TRANSACTION_TYPES) {
+        this.confirmToFinalized.zero({ network, type });
+        for (const status of ['finalized', 'failed'] as const) this.transactionsSettled.inc({ network, type, status }, 0);
+      }
+    }
+    for (const outcome of ['delivered', 'retry', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
+    for (const event of EVENTS) this.confirmToWebhook.zero({ event });
+  }
+
   /** A transaction finalized or failed: counted, and its confirm → finalized time observed. */
   settled(s: Settlement): void {
     this.transactionsSettled.inc({ network: s.network, type: s.type, status: s.status });
@@ -76,5 +93,8 @@ export class EventMetrics {
       this.confirmToWebhook.observe({ event: delivery.event }, seconds(delivery.confirmedAt, new Date()));
   }
 }
+
+const TRANSACTION_TYPES = ['register', 'add_version'] as const;
+const EVENTS = ['work_registered', 'work_updated', 'work_failed'] as const;
 
 const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - new Date(from).getTime()) / 1000);

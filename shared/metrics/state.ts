@@ -76,8 +76,8 @@ export function stateReader(deps: StateDeps): () => Promise<OperationsState> {
   return async () => {
     const [queues, transactions, deadLetters, chains] = await Promise.all([
       Promise.all(Object.entries(deps.queues).map(([name, queue]) => part(queueState(name, queue)))),
-      part(openTransactionCounts(deps.db)),
-      part(deadDeliveryCount(deps.db)),
+      part(cancelled(deps.db, openTransactionCounts)),
+      part(cancelled(deps.db, deadDeliveryCount)),
       Promise.all(deps.config.chains.map((chain) => chainState(deps, chain.network, relayerOf(chain)))),
     ]);
     const networks = deps.config.chains.map((c) => c.network);
@@ -102,13 +102,33 @@ export function stateReader(deps: StateDeps): () => Promise<OperationsState> {
   };
 }
 
+/**
+ * A scrape's query, cancelled by PostgreSQL itself past the part's time (or while it waits for a lock): one only
+ * abandoned here would go on holding a pooled connection, and a table locked for long (a migration, a REINDEX)
+ * would take one more connection from the web's requests at every scrape.
+ */
+function cancelled<T>(db: Knex, query: (db: Knex) => Promise<T>): Promise<T> {
+  return db.transaction(async (trx) => {
+    await trx.raw(`SET LOCAL statement_timeout = ${PART_TIMEOUT_MS}`);
+    await trx.raw(`SET LOCAL lock_timeout = ${PART_TIMEOUT_MS}`);
+    return query(trx);
+  });
+}
+
 /** A part of the state, or undefined when its dependency did not answer in time. */
 function part<T>(reading: Promise<T>): Promise<T | undefined> {
   return bounded(reading, PART_TIMEOUT_MS).catch(() => undefined);
 }
 
+/** Waiting jobs looked at for the oldest one not yet attempted. */
+const OLDEST_LOOKED_AT = 20;
+
 async function queueState(queue: string, q: Queues[keyof Queues]): Promise<QueueState> {
-  const [counts, [oldest]] = await Promise.all([q.getJobCounts(...QUEUE_STATES), q.getWaiting(0, 0)]);
+  const [counts, head] = await Promise.all([q.getJobCounts(...QUEUE_STATES), q.getWaiting(0, OLDEST_LOOKED_AT - 1)]);
+  // A job waiting after a failed attempt has no record of when it came back from its backoff (BullMQ keeps when
+  // the last attempt began, not when the wait ended), so its age would count the retry schedule as waiting: the
+  // oldest first attempt at the head of the queue is what tells a queue nobody works.
+  const oldest = head.filter((job: Job) => job.attemptsMade === 0).sort((a, b) => waitingSince(a) - waitingSince(b))[0];
   return {
     queue,
     counts: Object.fromEntries(QUEUE_STATES.map((s) => [s, counts[s] ?? 0])) as QueueState['counts'],
@@ -116,16 +136,16 @@ async function queueState(queue: string, q: Queues[keyof Queues]): Promise<Queue
   };
 }
 
-/** When a job began to wait: added (after its delay), or, waiting for another attempt, when the last one began. */
+/** When a job not yet attempted began to wait: when it was added, after its delay. */
 function waitingSince(job: Job): number {
-  return Math.max(job.timestamp + (job.opts.delay ?? 0), job.processedOn ?? 0);
+  return job.timestamp + (job.opts.delay ?? 0);
 }
 
 async function chainState(deps: StateDeps, network: Network, relayer: Promise<string>): Promise<ChainState> {
   const address = await relayer.catch(() => undefined);
   const { connected, bestBlock, finalizedBlock, free } = await deps.chains.vitals(network, address, PART_TIMEOUT_MS);
   if (bestBlock === undefined || finalizedBlock === undefined) return { network, connected };
-  const fees = free ? await part(relayerFeesSince(deps.db, network, bestBlock - FEE_WINDOW_BLOCKS)) : undefined;
+  const fees = free ? await part(cancelled(deps.db, (db) => relayerFeesSince(db, network, bestBlock - FEE_WINDOW_BLOCKS))) : undefined;
   return {
     network,
     connected,

@@ -21,8 +21,9 @@ export async function recordInclusion(
   inclusion: Inclusion,
 ): Promise<void> {
   const touched: string[] = [];
+  let feeCounted = false;
   const deliveries = await app.db.transaction(async (trx) => {
-    await markSubmissionInBlock(trx, submission.id, inclusion);
+    feeCounted = (await markSubmissionInBlock(trx, submission.id, inclusion)).firstFee;
     const items = await lockBatchItems(trx, submission.id);
     touched.push(...items.map((i) => i.id));
     const out: Effects[] = [];
@@ -48,7 +49,8 @@ export async function recordInclusion(
     await markInBlock(trx, inclusion, ran);
     return out;
   });
-  if (inclusion.fee) app.metrics.relayerFeesPaid.inc({ network: submission.network }, inclusion.fee.tokens);
+  // once per batch, once committed (a retracted block's batch, found in the next, was counted already)
+  if (inclusion.fee && feeCounted) app.metrics.relayerFeesPaid.inc({ network: submission.network }, inclusion.fee.tokens);
   announce(touched);
   await afterCommit(app, { ...mergeEffects(deliveries), published: touched });
   app.log.info(

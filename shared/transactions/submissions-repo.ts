@@ -95,11 +95,16 @@ export async function insertSubmission(db: Db, s: NewSubmission): Promise<Submis
   return toSubmission(row);
 }
 
+/**
+ * The batch seen in a block, with what it cost; answers whether this is the first fee recorded for it (a batch
+ * whose block was retracted comes back here from the next one, and its fee is counted once).
+ */
 export async function markSubmissionInBlock(
   db: Db,
   id: string,
   at: { blockHash: string; blockNumber: number; index: number; fee?: { planck: bigint } },
-): Promise<void> {
+): Promise<{ firstFee: boolean }> {
+  const before = await db('chain_submissions').where({ id }).forUpdate().first('fee_planck');
   await db('chain_submissions')
     .where({ id })
     .update({
@@ -110,6 +115,7 @@ export async function markSubmissionInBlock(
       fee_planck: at.fee?.planck.toString() ?? null,
       updated_at: db.fn.now(),
     });
+  return { firstFee: at.fee !== undefined && before?.fee_planck == null };
 }
 
 /** What the network's relayer paid for its batches in blocks above `fromBlock` (planck; 0 when none). */

@@ -212,7 +212,7 @@ export class RelayerSubmitter {
     const relayer = this.anchors.relayerAddress(network);
     const genesis = (await this.anchors.genesisHash(network)).toString('hex');
     const chainNonce = await this.anchors.nextRelayerNonce(network);
-    return db.transaction(async (trx) => {
+    const signedRow = await db.transaction(async (trx) => {
       const items = await lockUnbatched(trx, transactionIds);
       if (!items.length) return undefined;
       // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
@@ -239,9 +239,11 @@ export class RelayerSubmitter {
         items.map((item) => ({ id: item.id, steps: enterStep(item.steps, 'submitting') })),
       );
       this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
-      this.app.metrics.chainBatchSize.observe({ network }, items.length);
       return row;
     });
+    // counted once it is stored (a commit that failed signs the batch again)
+    if (signedRow) this.app.metrics.chainBatchSize.observe({ network }, signedRow.items);
+    return signedRow;
   }
 
   /**

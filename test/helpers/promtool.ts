@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 export interface Run {
   readonly status: number | null;
@@ -16,28 +19,39 @@ export function run(command: string, args: readonly string[], options: { cwd?: s
   return { status: result.status, output };
 }
 
+/** Where an extracted promtool is kept between runs (git-ignored with node_modules). */
+const CACHE = path.resolve(__dirname, '../../node_modules/.cache/promtool');
+const CACHED = path.join(CACHE, 'usr/bin/promtool');
+
 const onPath = (command: string) => run('sh', ['-c', `command -v ${command}`]).status === 0;
 
 /**
- * promtool, from Debian's `prometheus` package: the one on PATH, else installed with apt-get where this runs as
- * root with apt (as on CI and the developers' machines), the package lists refreshed if the first try fails.
- * Answers why not, where it cannot be had, for the test to skip with that reason.
+ * promtool, from Debian's `prometheus` package: the one on PATH; else one extracted before into CACHE; else the
+ * package downloaded with `apt-get download` (no root needed, nothing installed, no service started) and only its
+ * files unpacked into CACHE with `dpkg-deb -x`, the package lists refreshed first where that is allowed (root)
+ * and the first download failed. Answers why not, where it cannot be had, for the test to skip with that reason.
  */
-export function ensurePromtool(): { ok: true } | { ok: false; reason: string } {
-  if (onPath('promtool')) return { ok: true };
-  if (process.getuid?.() !== 0)
-    return { ok: false, reason: 'promtool is not on PATH and installing it needs root (apt-get install prometheus)' };
-  if (!onPath('apt-get'))
-    return { ok: false, reason: "promtool is not on PATH and there is no apt-get to install Debian's prometheus package" };
-  const install = () => run('apt-get', ['install', '-y', '--no-install-recommends', 'prometheus'], { timeoutMs: 300_000 });
-  let attempt = install();
-  if (attempt.status !== 0) {
-    run('apt-get', ['update'], { timeoutMs: 300_000 });
-    attempt = install();
+export function ensurePromtool(): { ok: true; promtool: string } | { ok: false; reason: string } {
+  if (onPath('promtool')) return { ok: true, promtool: 'promtool' };
+  if (fs.existsSync(CACHED)) return { ok: true, promtool: CACHED };
+  if (!onPath('apt-get') || !onPath('dpkg-deb'))
+    return { ok: false, reason: "promtool is not on PATH, and there is no apt-get/dpkg-deb to fetch Debian's prometheus package" };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'promtool-'));
+  try {
+    const download = () => run('apt-get', ['download', 'prometheus'], { cwd: dir, timeoutMs: 120_000 });
+    let fetched = download();
+    if (fetched.status !== 0 && process.getuid?.() === 0) {
+      run('apt-get', ['update'], { timeoutMs: 120_000 });
+      fetched = download();
+    }
+    const deb = fs.readdirSync(dir).find((f) => f.endsWith('.deb'));
+    if (fetched.status !== 0 || !deb)
+      return { ok: false, reason: `apt-get download prometheus failed:\n${fetched.output.trim().split('\n').slice(-5).join('\n')}` };
+    fs.mkdirSync(CACHE, { recursive: true });
+    const unpacked = run('dpkg-deb', ['-x', path.join(dir, deb), CACHE], { timeoutMs: 120_000 });
+    if (unpacked.status !== 0 || !fs.existsSync(CACHED)) return { ok: false, reason: `dpkg-deb -x failed: ${unpacked.output.trim()}` };
+    return { ok: true, promtool: CACHED };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  if (attempt.status === 0 && onPath('promtool')) return { ok: true };
-  return {
-    ok: false,
-    reason: `apt-get install prometheus failed, so promtool is missing:\n${attempt.output.trim().split('\n').slice(-5).join('\n')}`,
-  };
 }

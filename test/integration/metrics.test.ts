@@ -174,7 +174,12 @@ describe('operations metrics (issue 22)', function () {
     const moved = (s0: Scrape, s1: Scrape, name: string, labels: Record<string, string> = {}) =>
       s1.count(name, labels) - s0.count(name, labels);
 
-    // worker: events
+    // worker: events; every series that can appear is there from the start, at 0 where nothing happened
+    for (const status of ['finalized', 'failed'])
+      expect(worker1.value('works_api_transactions_settled_total', { network: 'testnet', type: 'add_version', status }), status).to.equal(
+        0,
+      );
+    expect(worker1.value('works_api_confirm_to_webhook_seconds_count', { event: 'work_updated' })).to.equal(0);
     const registered = { network: 'testnet', type: 'register' };
     expect(moved(worker0, worker1, 'works_api_transactions_settled_total', { ...registered, status: 'finalized' })).to.equal(1);
     expect(moved(worker0, worker1, 'works_api_confirm_to_finalized_seconds_count', registered)).to.equal(1);
@@ -215,6 +220,33 @@ describe('operations metrics (issue 22)', function () {
     expect(covered)
       .to.be.greaterThan(0)
       .and.at.most(((free1 * FEE_WINDOW_BLOCKS) / fee) * (1 + 1e-9));
+  });
+
+  it('answers in time while PostgreSQL hangs on a lock, and leaves no query of its behind', async () => {
+    const context = openResources(config, testLogger(), 'web');
+    const server = http.createServer(createWebApp(context, { metricsStateMaxAgeMs: 0 }).callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    // another session holds the table as a migration would: a scrape's count waits on it, not refused
+    const locker = await context.db.transaction();
+    await locker.raw('LOCK TABLE transactions IN ACCESS EXCLUSIVE MODE');
+    const ours = () =>
+      context.db.raw(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%from "transactions"%'`,
+      );
+    try {
+      const started = Date.now();
+      const s = await scrape(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, BASIC);
+      expect(Date.now() - started).to.be.below(10_000);
+      expect(s.series('works_api_transactions')).to.deep.equal([]);
+      expect(s.series('works_api_queue_jobs').length).to.be.greaterThan(0); // the rest is read
+      // PostgreSQL cancelled the count itself: nothing of the scrape still waits on the lock, holding a connection
+      await eventually(async () => ((await ours()).rows[0].n === 0 ? true : undefined), 'the scrape’s count cancelled', 5_000);
+    } finally {
+      await locker.rollback();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await context.close();
+    }
   });
 
   it('still answers 200 with PostgreSQL, Redis and the node away: what could not be read is left out', async () => {

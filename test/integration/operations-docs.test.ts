@@ -158,17 +158,19 @@ describe('operations: dashboard, alert rules and runbook', () => {
   });
 
   describe('the alert rules, with promtool', () => {
+    let promtool = 'promtool';
     before(function () {
       this.timeout(600_000);
-      const promtool = ensurePromtool();
-      if (!promtool.ok) {
-        process.stdout.write(`      skipped: ${promtool.reason}\n`);
+      const found = ensurePromtool();
+      if (!found.ok) {
+        process.stdout.write(`      skipped: ${found.reason}\n`);
         this.skip();
       }
+      promtool = found.promtool;
     });
 
     it('promtool check rules accepts docs/operations/alerts.yml, and refuses a broken expression', function () {
-      const checked = run('promtool', ['check', 'rules', ALERTS]);
+      const checked = run(promtool, ['check', 'rules', ALERTS]);
       expect(checked.status, checked.output).to.equal(0);
       expect(checked.output).to.match(/SUCCESS: \d+ rules found/);
       const dir = mkdtempSync(path.join(os.tmpdir(), 'works-alerts-'));
@@ -181,7 +183,7 @@ describe('operations: dashboard, alert rules and runbook', () => {
             'max by (network (works_api_chain_connected) == 0',
           ),
         );
-        const refused = run('promtool', ['check', 'rules', broken]);
+        const refused = run(promtool, ['check', 'rules', broken]);
         expect(refused.status, refused.output).to.not.equal(0);
         expect(refused.output).to.include('parse error');
       } finally {
@@ -190,7 +192,7 @@ describe('operations: dashboard, alert rules and runbook', () => {
     });
 
     it('promtool test rules: each alert fires on its series and stays silent on the healthy ones; a wrong rule fails them', function () {
-      const tested = run('promtool', ['test', 'rules', ALERT_TESTS]);
+      const tested = run(promtool, ['test', 'rules', ALERT_TESTS]);
       expect(tested.status, tested.output).to.equal(0);
       expect(tested.output).to.include('SUCCESS');
       // every alert has a test that expects it to fire
@@ -207,7 +209,7 @@ describe('operations: dashboard, alert rules and runbook', () => {
           readFileSync(ALERTS, 'utf8').replace('oldest_open_age_seconds) > 600', 'oldest_open_age_seconds) > 3600'),
         );
         writeFileSync(path.join(dir, 'alerts.test.yml'), readFileSync(ALERT_TESTS, 'utf8'));
-        const failed = run('promtool', ['test', 'rules', path.join(dir, 'alerts.test.yml')]);
+        const failed = run(promtool, ['test', 'rules', path.join(dir, 'alerts.test.yml')]);
         expect(failed.status, failed.output).to.not.equal(0);
         expect(failed.output).to.include('alertname: TransactionOpenTooLong');
       } finally {

@@ -177,7 +177,9 @@ describe('traces across processes', function () {
     });
     expect(res.status).to.equal(200);
     const served = await otlp.until((spans) =>
-      spans.find((s) => s.kind === SERVER && s.name === 'GET /v1/transactions/:transaction_id' && s.attributes['http.response.status_code'] === 200),
+      spans.find(
+        (s) => s.kind === SERVER && s.name === 'GET /v1/transactions/:transaction_id' && s.attributes['http.response.status_code'] === 200,
+      ),
     );
     expect(served.traceId).to.not.equal(partner.traceId);
     expect(served.parentSpanId).to.equal('');

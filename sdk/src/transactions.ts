@@ -3,10 +3,8 @@ import type { Transaction } from './types';
 
 /** The part of a WebSocket the client uses: the `ws` package's and the WHATWG one both have it. */
 export interface WebSocketLike {
-  addEventListener(
-    type: 'open' | 'message' | 'close' | 'error',
-    listener: (event: { readonly data?: unknown; readonly code?: number }) => void,
-  ): void;
+  /** A `message` event has `data`: the frame's text (or its bytes). */
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: object) => void): void;
   close(code?: number, reason?: string): void;
 }
 
@@ -83,7 +81,7 @@ function overSocket(
     socket.addEventListener('message', (event) => {
       let frame: { type?: string; transaction?: Transaction };
       try {
-        frame = JSON.parse(text(event.data));
+        frame = JSON.parse(text((event as { data?: unknown }).data));
       } catch {
         return;
       }

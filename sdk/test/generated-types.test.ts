@@ -13,7 +13,8 @@ describe('@works-api/client: the generated types', () => {
     const served = await (await fetch(`${app.url}/v1/openapi.json`)).json();
     const fresh = await generateTypes(served);
     const checkedIn = await fs.readFile(path.resolve(__dirname, '..', GENERATED_FILE), 'utf8');
-    if (checkedIn !== fresh) expect.fail(`sdk/${GENERATED_FILE} is not in step with the served OpenAPI document: run \`${REGENERATE}\` and commit it`);
+    if (checkedIn !== fresh)
+      expect.fail(`sdk/${GENERATED_FILE} is not in step with the served OpenAPI document: run \`${REGENERATE}\` and commit it`);
     expect(checkedIn).to.include('"/v1/works/init"');
   });
 });

@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { startApp, type TestApp } from '../../test/helpers/app';
+import { createKey, createOrg } from '../../test/helpers/factories';
+import { createClient, WorksApiError } from '../src';
+
+/** A local port with nothing listening: a connection to it is refused, so no request is ever sent. */
+async function closedPort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('@works-api/client: edges of retries and tracking', () => {
+  let app: TestApp;
+  before(async () => (app = await startApp()));
+  after(() => app.close());
+
+  it('retries even a confirm when the connection was refused (nothing reached a server), up to maxAttempts', async () => {
+    const client = createClient({
+      baseUrl: `http://127.0.0.1:${await closedPort()}`,
+      token: 'wrk_live_x',
+      retry: { maxAttempts: 3, baseDelayMs: 1 },
+    });
+    const error = await client.works.confirm(randomUUID()).catch((err: unknown) => err);
+    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 3 });
+    expect((error as WorksApiError).message).to.include('ECONNREFUSED');
+  });
+
+  it('wait on a transaction the socket refuses falls back to REST, which throws the typed 404', async () => {
+    const key = await createKey(app.context, await createOrg(app.context));
+    const client = createClient({ baseUrl: app.url, token: key.token, WebSocket });
+    const error = await client.transactions.wait(randomUUID()).catch((err: unknown) => err);
+    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 404, code: 'common.not_found' });
+  });
+
+  it('wait stops when its signal aborts, with the signal’s reason', async () => {
+    const key = await createKey(app.context, await createOrg(app.context));
+    const client = createClient({ baseUrl: app.url, token: key.token });
+    const reason = new Error('the partner gave up');
+    const error = await client.transactions.wait(randomUUID(), { signal: AbortSignal.abort(reason) }).catch((err: unknown) => err);
+    expect(error).to.equal(reason);
+  });
+});

@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { startApp, type TestApp } from '../../test/helpers/app';
 import { createKey, createOrg } from '../../test/helpers/factories';
 import { createClient, WorksApiError } from '../src';
+import { retryAfterMs } from '../src/errors';
 
 /** A local port with nothing listening: a connection to it is refused, so no request is ever sent. */
 async function closedPort(): Promise<number> {
@@ -44,5 +45,17 @@ describe('@works-api/client: edges of retries and tracking', () => {
     const reason = new Error('the partner gave up');
     const error = await client.transactions.wait(randomUUID(), { signal: AbortSignal.abort(reason) }).catch((err: unknown) => err);
     expect(error).to.equal(reason);
+  });
+});
+
+describe('@works-api/client: Retry-After', () => {
+  it('reads delay-seconds and an HTTP date as milliseconds, and nothing else', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(retryAfterMs('5', now)).to.equal(5000);
+    expect(retryAfterMs(' 0 ', now)).to.equal(0);
+    expect(retryAfterMs('Thu, 01 Jan 2026 00:00:30 GMT', now)).to.equal(30_000);
+    expect(retryAfterMs('Wed, 31 Dec 2025 23:59:00 GMT', now)).to.equal(0);
+    expect(retryAfterMs('soon', now)).to.equal(undefined);
+    expect(retryAfterMs(null, now)).to.equal(undefined);
   });
 });

@@ -48,7 +48,8 @@ export function createTransport(options: TransportOptions): Transport {
           try {
             answer = await send();
           } catch (err) {
-            if ((err as Error)?.name === 'AbortError') throw err;
+            // the caller's abort is no network failure: thrown as it is, never retried
+            if (signal?.aborted) throw signal.reason;
             const { error, sent } = networkError(err, attempt);
             throw new AttemptFailed(error, sent);
           }

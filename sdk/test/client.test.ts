@@ -1,9 +1,12 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { startApp, type TestApp } from '../../test/helpers/app';
 import { createKey, createOrg } from '../../test/helpers/factories';
+import { configWith } from '../../test/helpers/services';
+import { startTestWorkers, type TestWorkers } from '../../test/helpers/workers';
+import type { Config } from '../../shared/config';
 import { createClient, WorksApiError } from '../src';
 import { retryAfterMs } from '../src/errors';
 
@@ -46,6 +49,40 @@ describe('@works-api/client: edges of retries and tracking', () => {
     const error = await client.transactions.wait(randomUUID(), { signal: AbortSignal.abort(reason) }).catch((err: unknown) => err);
     expect(error).to.equal(reason);
   });
+});
+
+describe('@works-api/client: a wait that is given up', function () {
+  this.timeout(60_000);
+  // a queue prefix of its own with no chain worker: a confirmed transaction stays pending
+  let config: Config;
+  let app: TestApp;
+  let workers: TestWorkers;
+  before(async () => {
+    config = configWith({ REDIS_PREFIX: `sdkwait_${randomBytes(4).toString('hex')}` });
+    app = await startApp(config);
+    workers = await startTestWorkers(config, ['prepare']);
+  });
+  after(async () => {
+    await workers.stop();
+    await app.close();
+  });
+
+  for (const mode of ['the WebSocket', 'polling'] as const) {
+    it(`over ${mode}, rejects with the signal’s reason when it aborts, having reported the pending state`, async () => {
+      const key = await createKey(app.context, await createOrg(app.context));
+      const client = createClient({ baseUrl: app.url, token: key.token, WebSocket: mode === 'polling' ? undefined : WebSocket });
+      const { transaction_id } = await client.works.register(
+        { network: 'testnet', title: 'Held', filename: 'h.wav', creators: [{ full_name: 'Ada', roles: { author: true } }] },
+        randomBytes(1024),
+      );
+      const seen: string[] = [];
+      const error = await client.transactions
+        .wait(transaction_id, { onUpdate: (tx) => seen.push(tx.status), signal: AbortSignal.timeout(1000), pollIntervalMs: 50 })
+        .catch((err: unknown) => err);
+      expect((error as Error).name).to.equal('TimeoutError');
+      expect(seen).to.deep.equal(['pending']);
+    });
+  }
 });
 
 describe('@works-api/client: Retry-After', () => {

@@ -9,7 +9,7 @@ const tseslint = require('typescript-eslint');
 const globals = require('globals');
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/', '.data/', 'dist/', 'bench/results/', 'docs/*.pdf'] },
+  { ignores: ['**/node_modules/', '.data/', '**/dist/', 'bench/results/', 'docs/*.pdf', 'sdk/src/generated/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -31,7 +31,7 @@ export default tseslint.config(
   },
   {
     // chai's property assertions: expect(x).to.be.an('array').that.is.not.empty
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'sdk/test/**/*.ts'],
     rules: { '@typescript-eslint/no-unused-expressions': 'off' },
   },
 );

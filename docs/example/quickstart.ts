@@ -1,13 +1,16 @@
 /**
- * `npm run example`: what a partner backend does, end to end, against `npm run dev` (docs/quickstart.md).
- * Creates an organization (operator CLI) and an API key (admin API), registers a generated audio file,
- * receives and verifies the webhook, adds a version, lists works and downloads the certificate.
+ * `npm run example`: what a partner backend does, end to end, against `npm run dev` (docs/quickstart.md), with
+ * the client library `@works-api/client` (sdk/). Creates an organization (operator CLI) and an API key (admin
+ * API), registers a generated audio file, follows it over the WebSocket, receives and verifies the webhook,
+ * adds a version, lists works and downloads the certificate.
  */
 import { execFileSync } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import WebSocket from 'ws';
+import { createClient, type Work } from '@works-api/client';
 
 const BASE = process.env.WORKS_API_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
 const ROOT = path.resolve(__dirname, '../..');
@@ -22,17 +25,6 @@ function admin(...args: string[]): any {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return JSON.parse(out);
-}
-
-async function api(method: string, route: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(BASE + route, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route} → ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
 }
 
 /** One second of a 440 Hz sine as a 16-bit mono WAV: a real audio file, made here. */
@@ -79,6 +71,7 @@ async function receiver(): Promise<{ url: string; next(): Promise<{ headers: htt
   };
 }
 
+// TODO(issue 23, after merging branch sdk-verify): verifyWebhook from @works-api/client instead of this function.
 /** Contract §7: v1 = HMAC-SHA256(base64-decoded secret, `${t}.${raw body}`), t within 300 s. */
 function verify(secret: string, headers: http.IncomingHttpHeaders, raw: string): boolean {
   const [t, v1] = String(headers['x-service-signature'])
@@ -104,27 +97,34 @@ async function main(): Promise<void> {
   step(2, 'An API key, created by the organization’s administrator (admin JWT from the development identity provider)');
   const { token: adminJwt } = admin('idp', 'token', '--org', org.organization_id);
   const hooks = await receiver();
-  const key = await api('POST', `/v1/organizations/${org.organization_id}/api-keys`, adminJwt, {
+  const key = await createClient({ baseUrl: BASE, token: adminJwt }).apiKeys.create(org.organization_id, {
     name: 'example',
     scopes: ['works:register', 'works:update', 'works:read'],
     webhook_url: hooks.url,
   });
   show(`key ${key.prefix}…, webhooks to ${hooks.url}`);
+  // the partner's client: Node 20 has no global WebSocket, so the `ws` package's is given for live tracking
+  const client = createClient({ baseUrl: BASE, token: key.token, WebSocket });
 
-  step(3, 'Register a work: init, PUT the audio, prepare (the quote), confirm');
+  step(3, 'Register a work: init, PUT the audio, prepare (the quote), confirm; then follow it live');
   const audio = sineWav();
-  const init = await api('POST', '/v1/works/init', key.token, {
-    network: 'testnet',
-    title: 'A4 for One Second',
-    filename: 'a4.wav',
-    creators: [{ full_name: 'Ada Lovelace', roles: { composer: true }, email: 'ada@example.test' }],
+  const registration = await client.works.register(
+    {
+      network: 'testnet',
+      title: 'A4 for One Second',
+      filename: 'a4.wav',
+      creators: [{ full_name: 'Ada Lovelace', roles: { composer: true }, email: 'ada@example.test' }],
+    },
+    audio,
+  );
+  show(
+    `${audio.length} bytes uploaded; quote: ${registration.quote.total_price_credits} credits, commitment ${registration.quote.commitment}`,
+  );
+  show(`confirmed: transaction ${registration.transaction_id}`);
+  const tracked = await client.transactions.wait(registration.transaction_id, {
+    onUpdate: (tx) => show(`  ${tx.progress}% ${tx.current_step} (${tx.status})`),
   });
-  const put = await fetch(init.upload_url, { method: 'PUT', body: audio as unknown as BodyInit });
-  if (!put.ok) throw new Error(`upload → ${put.status}`);
-  const quote = await api('POST', '/v1/works/prepare', key.token, { job_id: init.job_id });
-  show(`${audio.length} bytes uploaded; quote: ${quote.total_price_credits} credits, commitment ${quote.commitment}`);
-  const handle = await api('POST', '/v1/works/confirm', key.token, { job_id: init.job_id });
-  show(`confirmed: transaction ${handle.transaction_id}`);
+  show(`transaction ${tracked.status}`);
 
   step(4, 'Wait for the signed webhook and verify it');
   const registered = await hooks.next();
@@ -135,28 +135,31 @@ async function main(): Promise<void> {
   show(`explorer: ${event.explorer_url}`);
 
   step(5, 'Add a version: new creators, same audio (metadata only)');
-  const v = await api('POST', `/v1/works/${event.ats_id}/versions/init`, key.token, {
+  const version = await client.works.addVersion(event.ats_id, {
     network: 'testnet',
     creators: [
       { full_name: 'Ada Lovelace', roles: { composer: true }, email: 'ada@example.test' },
       { full_name: 'Charles Babbage', roles: { arranger: true } },
     ],
   });
-  const vquote = await api('POST', `/v1/works/${event.ats_id}/versions/prepare`, key.token, { job_id: v.job_id });
-  await api('POST', `/v1/works/${event.ats_id}/versions/confirm`, key.token, { job_id: v.job_id });
   const updated = await hooks.next();
   const updatedEvent = JSON.parse(updated.raw);
   show(
-    `${updated.headers['x-service-event']}: version ${updatedEvent.version} (${vquote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`,
+    `${updated.headers['x-service-event']}: version ${updatedEvent.version} (${version.quote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`,
   );
 
   step(6, 'List the organization’s works');
-  const listing = await api('GET', '/v1/works?network=testnet&first=5', key.token);
-  for (const work of listing.works) show(`${work.ats_id}  v${work.latest_version}  ${work.title}`);
+  let work: Work | undefined;
+  let shown = 0;
+  // the iterator fetches the next page (5 at a time here) as the loop reaches it; the example stops after 5
+  for await (const each of client.works.list({ network: 'testnet', first: 5 })) {
+    show(`${each.ats_id}  v${each.latest_version}  ${each.title}`);
+    if (each.ats_id === event.ats_id) work = each;
+    if (++shown === 5) break;
+  }
 
   step(7, 'Download the certificate of the latest version');
-  const work = listing.works.find((w: { ats_id: number }) => w.ats_id === event.ats_id);
-  const link = await api('GET', `/v1/works/${work.id}/download/certificate`, key.token);
+  const link = await client.works.downloads.certificate(work!.id);
   const pdf = Buffer.from(await (await fetch(link.url)).arrayBuffer());
   const file = path.join(ROOT, '.data', `certificate-${event.ats_id}.pdf`);
   await fs.writeFile(file, pdf);

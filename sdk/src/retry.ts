@@ -1,0 +1,111 @@
+import { WorksApiError } from './errors';
+
+/** How the client repeats a call that failed for a passing reason (contract §1, §4, §9). */
+export interface RetryOptions {
+  /** Attempts in all, the first included (default 5; 1 turns retries off). */
+  readonly maxAttempts?: number;
+  /** The first backoff step (default 250 ms); step n is `baseDelayMs · 2ⁿ`, with full jitter. */
+  readonly baseDelayMs?: number;
+  /** The longest backoff step (default 10 s). */
+  readonly maxDelayMs?: number;
+  /** The longest `Retry-After` waited out (default 60 s); a longer one is thrown at once. */
+  readonly maxRetryAfterMs?: number;
+}
+
+/**
+ * Whether a call may be sent twice.
+ * - `repeatable`: reads, a revoke (204 again), prepare (again replaces the quote), a session (another token),
+ *   and the init writes, which carry an `Idempotency-Key` reused on every attempt (the server answers the first
+ *   response again). Retried after a 429, a 502/503/504, a 409 `idempotency.key_in_use` or any network error.
+ * - `once`: confirm (a second one answers 404 `registration.prepared_not_found` and would hide the transaction
+ *   the first one started), API key creation (a second key) and the upload (a presigned PUT takes one write).
+ *   Retried only when the server certainly did nothing: a 429 (the limit is checked first) or a connection
+ *   that was never opened.
+ */
+export type Safety = 'repeatable' | 'once';
+
+const DEFAULTS: Required<RetryOptions> = { maxAttempts: 5, baseDelayMs: 250, maxDelayMs: 10_000, maxRetryAfterMs: 60_000 };
+
+/** Errors of a connection that never opened: the request was not sent. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function causeCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: unknown; errors?: { code?: unknown }[] } })?.cause;
+  const code = cause?.code ?? cause?.errors?.[0]?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** A rejected fetch (no response) as a `WorksApiError` with code `network.error`; whether it was surely unsent. */
+export function networkError(err: unknown, attempts: number): { error: WorksApiError; sent: boolean } {
+  const code = causeCode(err);
+  const error = new WorksApiError({
+    status: 0,
+    code: 'network.error',
+    message: `No response: ${(err as Error)?.message ?? String(err)}${code ? ` (${code})` : ''}`,
+    attempts,
+    cause: err,
+  });
+  return { error, sent: !(code && NOT_SENT.has(code)) };
+}
+
+function retryable(error: WorksApiError, sent: boolean, safety: Safety): boolean {
+  if (error.status === 429) return true;
+  if (error.code === 'network.error') return safety === 'repeatable' || !sent;
+  if (safety === 'once') return false;
+  return error.status === 502 || error.status === 503 || error.status === 504 || error.code === 'idempotency.key_in_use';
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** One attempt: resolves with the result or rejects with a `WorksApiError` and whether the request went out. */
+export type Attempt<T> = (attempt: number) => Promise<T>;
+
+/** Thrown by an attempt: the error, and whether the server may have received the request. */
+export class AttemptFailed extends Error {
+  constructor(
+    readonly error: WorksApiError,
+    readonly sent: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+/**
+ * Runs `attempt` until it succeeds, the failure is not retryable for `safety`, or the attempts run out. The
+ * wait is the answer's `Retry-After` when it has one (plus up to one base step of jitter), else exponential
+ * backoff with full jitter. `signal` aborts a wait.
+ */
+export async function withRetries<T>(
+  options: RetryOptions | false | undefined,
+  safety: Safety,
+  attempt: Attempt<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const policy = { ...DEFAULTS, ...(options === false ? { maxAttempts: 1 } : options) };
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      if (!(err instanceof AttemptFailed)) throw err;
+      const { error, sent } = err;
+      if (n >= policy.maxAttempts || !retryable(error, sent, safety)) throw error;
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs) throw error;
+      const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (n - 1));
+      const delay = error.retryAfterMs !== undefined ? error.retryAfterMs + Math.random() * policy.baseDelayMs : Math.random() * backoff;
+      await sleep(delay, signal);
+    }
+  }
+}

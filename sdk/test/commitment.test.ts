@@ -161,7 +161,7 @@ describe('sdk: computeCommitment (contract §5)', function () {
         const body = { network: 'testnet', title: m.title, filename: 'generated.wav', creators: m.creators };
         const quoted = await quote(stack.app.url, key.token, body, audio);
         const computed = await computeCommitment(source(audio, m.audio.delivery, m.audio.chunk), m.title, m.creators);
-        expect(computed.commitment, JSON.stringify(body)).to.equal(quoted.prepare.body.commitment);
+        expect(computed.commitment, `the quote of job ${quoted.jobId}`).to.equal(quoted.prepare.body.commitment);
         expect(computed.mediaHash).to.equal(`0x${createHash('sha256').update(audio).digest('hex')}`);
         seen.push(m);
       };

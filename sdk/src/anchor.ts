@@ -1,5 +1,6 @@
-import { computeCommitment, COMMITMENT_PROTOCOL_VERSION, type AudioSource, type Creator } from './commitment.js';
-import type { Network } from './webhook-events.js';
+/// <reference types="node" />
+import { computeCommitment, COMMITMENT_PROTOCOL_VERSION, type AudioSource, type Creator } from './commitment';
+import type { Network } from './webhook-events';
 
 /**
  * The `remark` dialect's anchor (layout 1, docs/remark-anchor.md of the service), decoded and checked here

@@ -86,7 +86,7 @@ const FINALIZED: Record<string, FieldKind> = {
   finalized_at: 'string',
 };
 
-/** The fields each event must carry, with their JSON types. Fields added later are let through. */
+/** @internal The fields each event must carry, with their JSON types. Fields added later are let through. */
 export const EVENT_FIELDS: Readonly<Record<WebhookEventType, Readonly<Record<string, FieldKind>>>> = {
   work_registered: FINALIZED,
   work_updated: { ...FINALIZED, version: 'number' },
@@ -94,7 +94,7 @@ export const EVENT_FIELDS: Readonly<Record<WebhookEventType, Readonly<Record<str
 };
 
 /**
- * Why `body` is not an event of a known type with the fields that type requires, or undefined when it is.
+ * @internal Why `body` is not an event of a known type with the fields that type requires, or undefined when it is.
  * `unknown` tells an event type this library does not know (a newer service) from a malformed body.
  */
 export function eventProblem(body: unknown): { readonly unknown: boolean; readonly problem: string } | undefined {

@@ -1,7 +1,8 @@
+/// <reference types="node" />
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { eventProblem, type WebhookEvent } from './webhook-events.js';
+import { eventProblem, type WebhookEvent } from './webhook-events';
 
-export type { WebhookEvent, WebhookEventType, WorkFailedEvent, WorkRegisteredEvent, WorkUpdatedEvent, Network } from './webhook-events.js';
+export type { WebhookEvent, WebhookEventType, WorkFailedEvent, WorkRegisteredEvent, WorkUpdatedEvent, Network } from './webhook-events';
 
 /**
  * The request headers of a delivery, in any of the usual shapes: a Fetch `Headers` (or anything with a

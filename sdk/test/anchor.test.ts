@@ -3,12 +3,12 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { cryptoWaitReady, sr25519PairFromSeed, sr25519Sign, sr25519Verify } from '@polkadot/util-crypto';
-import { AnchorVerificationError, decodeRemarkAnchor, verifyAnchor, type AnchorExpectation } from '../src/anchor.js';
-import { computeCommitment, type Creator } from '../src/commitment.js';
-import { useStack } from '../../test/helpers/workers.js';
-import { call } from '../../test/helpers/app.js';
-import { createKey, createOrg } from '../../test/helpers/factories.js';
-import { initBody, register, settled } from '../../test/helpers/registration.js';
+import { AnchorVerificationError, decodeRemarkAnchor, verifyAnchor, type AnchorExpectation } from '../src/anchor';
+import { computeCommitment, type Creator } from '../src/commitment';
+import { useStack } from '../../test/helpers/workers';
+import { call } from '../../test/helpers/app';
+import { createKey, createOrg } from '../../test/helpers/factories';
+import { initBody, register, settled } from '../../test/helpers/registration';
 
 /** What is read of a decoded call (an extrinsic's `method`, or a call inside a batch). */
 interface CallLike {

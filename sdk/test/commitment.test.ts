@@ -2,10 +2,10 @@ import { createCipheriv, createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { computeCommitment, type AudioSource, type Creator } from '../src/commitment.js';
-import { useStack } from '../../test/helpers/workers.js';
-import { createKey, createOrg } from '../../test/helpers/factories.js';
-import { quote } from '../../test/helpers/registration.js';
+import { computeCommitment, type AudioSource, type Creator } from '../src/commitment';
+import { useStack } from '../../test/helpers/workers';
+import { createKey, createOrg } from '../../test/helpers/factories';
+import { quote } from '../../test/helpers/registration';
 
 /** ISO 7064 Mod 11-2, the ISNI's check character (from the standard, as the API checks it). */
 function isniCheck(first15: string): string {

@@ -1,11 +1,11 @@
 import { randomBytes, webcrypto } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders } from '../src/webhooks.js';
-import { useStack } from '../../test/helpers/workers.js';
-import { WebhookReceiver, type Received } from '../../test/helpers/receiver.js';
-import { createKey, createOrg, type TestKey } from '../../test/helpers/factories.js';
-import { register } from '../../test/helpers/registration.js';
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders } from '../src/webhooks';
+import { useStack } from '../../test/helpers/workers';
+import { WebhookReceiver, type Received } from '../../test/helpers/receiver';
+import { createKey, createOrg, type TestKey } from '../../test/helpers/factories';
+import { register } from '../../test/helpers/registration';
 
 /** The reason `fn` threw a WebhookVerificationError with, or a failure if it threw nothing or something else. */
 function reasonOf(fn: () => unknown): string {

@@ -5,7 +5,8 @@ import { verifyWebhook, WebhookVerificationError, type WebhookEvent, type Webhoo
 import { useStack } from '../../test/helpers/workers';
 import { WebhookReceiver, type Received } from '../../test/helpers/receiver';
 import { createKey, createOrg, type TestKey } from '../../test/helpers/factories';
-import { register } from '../../test/helpers/registration';
+import { addVersion, creator, register } from '../../test/helpers/registration';
+import { deliverEvent } from '../../test/helpers/deliveries';
 
 /** The reason `fn` threw a WebhookVerificationError with, or a failure if it threw nothing or something else. */
 function reasonOf(fn: () => unknown): string {
@@ -43,7 +44,7 @@ describe('sdk: verifyWebhook (contract §7)', function () {
     before(async () => {
       receiver = await new WebhookReceiver().start();
       const org = await createOrg(stack.app.context, 1000);
-      key = await createKey(stack.app.context, org, ['works:register'], receiver.url);
+      key = await createKey(stack.app.context, org, ['works:register', 'works:update'], receiver.url);
       const registered = await register(stack.app.url, key.token);
       expect(registered.confirm.status).to.equal(202);
       transactionId = registered.confirm.body.transaction_id;
@@ -63,6 +64,26 @@ describe('sdk: verifyWebhook (contract §7)', function () {
       expect(verifyWebhook(hook.raw, fetchHeaders, key.webhookSecret)).to.deep.equal(event);
       const shouted: WebhookHeaders = { 'X-SERVICE-SIGNATURE': String(hook.headers['x-service-signature']) };
       expect(verifyWebhook(hook.raw, shouted, key.webhookSecret)).to.deep.equal(event);
+    });
+
+    it('verifies the service’s work_updated and work_failed deliveries too, typed by their event', async () => {
+      const registered = verifyWebhook(hook.raw, hook.headers, key.webhookSecret);
+      if (registered.event !== 'work_registered') throw new Error(`expected work_registered, got ${registered.event}`);
+      const version = await addVersion(stack.app.url, key.token, registered.ats_id, { network: 'testnet', creators: [creator()] });
+      expect(version.confirm.status).to.equal(202);
+      const updatedHook = (await receiver.waitFor(2, 110_000))[1]!;
+      const updated = verifyWebhook(updatedHook.raw, updatedHook.headers, key.webhookSecret);
+      if (updated.event !== 'work_updated') throw new Error(`expected work_updated, got ${updated.event}`);
+      expect(updated).to.deep.include({ ats_id: registered.ats_id, version: 2, transaction_id: version.confirm.body.transaction_id });
+
+      const failure = await deliverEvent(stack.app.context, receiver.url);
+      const failedHook = (await receiver.waitFor(3, 60_000))[2]!;
+      const failed = verifyWebhook(failedHook.raw, failedHook.headers, failure.key.webhookSecret);
+      if (failed.event !== 'work_failed') throw new Error(`expected work_failed, got ${failed.event}`);
+      expect(failed).to.deep.include({ transaction_id: failure.transactionId, ats_id: null });
+      expect(failed.reason).to.be.a('string');
+      // each key signs with its own secret
+      expect(reasonOf(() => verifyWebhook(failedHook.raw, failedHook.headers, key.webhookSecret))).to.equal('signature_mismatch');
     });
 
     it('refuses a tampered body: signature_mismatch', () => {

@@ -160,6 +160,9 @@ describe('sdk: computeCommitment (contract §5)', function () {
         const audio = audioBytes(m.audio.seed, m.audio.size);
         const body = { network: 'testnet', title: m.title, filename: 'generated.wav', creators: m.creators };
         const quoted = await quote(stack.app.url, key.token, body, audio);
+        // the quote (spec 2.3) carries the commitment as 0x + 64 hex
+        expect(quoted.prepare.body).to.include({ job_id: quoted.jobId, is_valid: true });
+        expect(quoted.prepare.body.commitment).to.match(/^0x[0-9a-f]{64}$/);
         const computed = await computeCommitment(source(audio, m.audio.delivery, m.audio.chunk), m.title, m.creators);
         expect(computed.commitment, `the quote of job ${quoted.jobId}`).to.equal(quoted.prepare.body.commitment);
         expect(computed.mediaHash).to.equal(`0x${createHash('sha256').update(audio).digest('hex')}`);

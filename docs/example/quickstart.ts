@@ -5,12 +5,11 @@
  * adds a version, lists works and downloads the certificate.
  */
 import { execFileSync } from 'node:child_process';
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { createClient, type Work } from '@works-api/client';
+import { createClient, verifyWebhook, type Work } from '@works-api/client';
 
 const BASE = process.env.WORKS_API_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
 const ROOT = path.resolve(__dirname, '../..');
@@ -71,18 +70,6 @@ async function receiver(): Promise<{ url: string; next(): Promise<{ headers: htt
   };
 }
 
-// TODO(issue 23, after merging branch sdk-verify): verifyWebhook from @works-api/client instead of this function.
-/** Contract §7: v1 = HMAC-SHA256(base64-decoded secret, `${t}.${raw body}`), t within 300 s. */
-function verify(secret: string, headers: http.IncomingHttpHeaders, raw: string): boolean {
-  const [t, v1] = String(headers['x-service-signature'])
-    .split(',')
-    .map((part) => part.split('=')[1]!);
-  if (Math.abs(Date.now() / 1000 - Number(t)) > 300) return false;
-  const expected = createHmac('sha256', Buffer.from(secret, 'base64')).update(`${t}.${raw}`).digest();
-  const given = Buffer.from(v1!, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
 async function main(): Promise<void> {
   process.stdout.write(`works-api example against ${BASE}\n`);
   const ready = await fetch(`${BASE}/readyz`)
@@ -128,10 +115,10 @@ async function main(): Promise<void> {
 
   step(4, 'Wait for the signed webhook and verify it');
   const registered = await hooks.next();
-  const event = JSON.parse(registered.raw);
-  show(
-    `${registered.headers['x-service-event']}: ats_id ${event.ats_id}, block ${event.block_number}, signature ${verify(key.webhook_secret, registered.headers, registered.raw) ? 'valid' : 'INVALID'}`,
-  );
+  // the signature, the timestamp's tolerance and the body's shape, checked by the library (throws otherwise)
+  const event = verifyWebhook(registered.raw, registered.headers, key.webhook_secret);
+  if (event.event !== 'work_registered') throw new Error(`expected work_registered, got ${event.event}`);
+  show(`${event.event}: ats_id ${event.ats_id}, block ${event.block_number}, signature valid`);
   show(`explorer: ${event.explorer_url}`);
 
   step(5, 'Add a version: new creators, same audio (metadata only)');
@@ -143,10 +130,9 @@ async function main(): Promise<void> {
     ],
   });
   const updated = await hooks.next();
-  const updatedEvent = JSON.parse(updated.raw);
-  show(
-    `${updated.headers['x-service-event']}: version ${updatedEvent.version} (${version.quote.total_price_credits} credits), signature ${verify(key.webhook_secret, updated.headers, updated.raw) ? 'valid' : 'INVALID'}`,
-  );
+  const updatedEvent = verifyWebhook(updated.raw, updated.headers, key.webhook_secret);
+  if (updatedEvent.event !== 'work_updated') throw new Error(`expected work_updated, got ${updatedEvent.event}`);
+  show(`${updatedEvent.event}: version ${updatedEvent.version} (${version.quote.total_price_credits} credits), signature valid`);
 
   step(6, 'List the organization’s works');
   let work: Work | undefined;

@@ -10,5 +10,24 @@ export type { Audio, Confirmed, UploadOptions, WorkListing, WorkLookup, WorksApi
 export type { TransactionsApi } from './transactions';
 export type * from './types';
 export type { paths, components, operations, webhooks } from './generated/openapi';
-// TODO(issue 23, after merging branch sdk-verify): export verifyWebhook (./webhooks), computeCommitment
-// (./commitment) and verifyAnchor (./anchor) here.
+// Trust nothing: check a webhook's signature, recompute a commitment, check an anchor on chain (contract §5, §7).
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+  type VerifyWebhookOptions,
+  type WebhookVerificationFailure,
+} from './webhooks';
+export { computeCommitment, type Commitment, type AudioSource, type CreatorRoles } from './commitment';
+export {
+  verifyAnchor,
+  decodeRemarkAnchor,
+  AnchorVerificationError,
+  type RemarkAnchor,
+  type VerifiedAnchor,
+  type AnchorExpectation,
+  type AnchorVerificationFailure,
+  type Sr25519Verify,
+} from './anchor';

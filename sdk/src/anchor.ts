@@ -1,4 +1,5 @@
 /// <reference types="node" />
+import { createHash } from 'node:crypto';
 import { computeCommitment, COMMITMENT_PROTOCOL_VERSION, type AudioSource, type Creator } from './commitment';
 import type { Network } from './webhook-events';
 
@@ -34,8 +35,18 @@ export interface RemarkAnchor {
  */
 export type Sr25519Verify = (message: Uint8Array, signature: Uint8Array, publicKey: Uint8Array) => boolean | Promise<boolean>;
 
-/** What the anchor must match: the registration's (or version's) audio and metadata as sent. */
+/**
+ * What the anchor must match: who made it, and the registration's (or version's) audio and metadata as sent.
+ * Either `verifySignature` or `unsafeSkipSignature: true` is required (a `TypeError` otherwise).
+ */
 export interface AnchorExpectation {
+  /**
+   * The organization whose anchor this must be: its wallet's sr25519 public key (`0x` + 64 hex digits), or its
+   * ss58 address (the work's `owner` in the API, any network prefix). The anchor's owner key must equal it,
+   * and the signature is checked against that key: without this, anyone could anchor your public commitment
+   * under their own key and it would verify.
+   */
+  readonly owner: string;
   readonly audio: AudioSource;
   /** The work's title as sent at init (a version carries the work's title). */
   readonly title: string;
@@ -44,30 +55,49 @@ export interface AnchorExpectation {
   readonly atsId?: number;
   /** When given, the anchor must name this version. */
   readonly version?: number;
+  /** When given, the anchor must name this network (the payload's byte 6; the chain itself is bound by the signature). */
+  readonly network?: Network;
   /**
-   * Checks the owner's signature, and with it that the anchor was made for the chain of `genesisHash`. The
-   * payload names its chain only inside that signature, and sr25519 is not in `node:crypto`: without a
-   * verifier the signature, and so the chain, is left unchecked (`signatureChecked: false` in the result).
+   * Checks the owner's signature, and with it that the anchor was made by `owner` for the chain of
+   * `genesisHash`. The payload names its chain only inside that signature, and sr25519 is not in
+   * `node:crypto`, so the check is passed in (`sr25519Verify` of `@polkadot/util-crypto`, `verify` of
+   * `@scure/sr25519`).
    */
   readonly verifySignature?: Sr25519Verify;
+  /**
+   * Skips the signature check. Then NEITHER the owner NOR the chain is proven: only that these bytes hold
+   * the commitment of your audio and metadata and name the owner key you expect, which anyone can write.
+   * The result says `signatureChecked: false` and carries a `warning`.
+   */
+  readonly unsafeSkipSignature?: boolean;
 }
 
 /** A checked anchor: its fields, and whether the owner's signature (and so the chain) was checked. */
 export interface VerifiedAnchor extends RemarkAnchor {
-  /** True when `verifySignature` was given and the signature holds for this genesis hash. */
+  /** True when `verifySignature` was given and the owner's signature holds for this genesis hash. */
   readonly signatureChecked: boolean;
+  /** Present when the signature was skipped (`unsafeSkipSignature`): what is then NOT proven. */
+  readonly warning?: string;
   /** The message the owner signed: bytes 0–83 ‖ genesis hash, for a caller that checks it elsewhere. */
   readonly signedMessage: Uint8Array;
 }
 
 /** Why an anchor was refused. */
 export type AnchorVerificationFailure =
-  /** Not 148 bytes, not the `WRKS` magic, a layout other than 1, or a field out of range. */
+  /**
+   * Not 148 bytes, not the `WRKS` magic, a layout other than 1, a field out of range, or an action that
+   * disagrees with the version (a registration is version 1, a new version 2 or more).
+   */
   | 'malformed_payload'
   /** A commitment protocol version this library cannot recompute. */
   | 'unsupported_protocol'
   /** `genesisHash` is not 32 bytes. */
   | 'invalid_genesis_hash'
+  /** `expected.owner` is not a 32-byte public key in hex, nor an ss58 address of one. */
+  | 'invalid_owner'
+  /** The anchor was made under another key than `expected.owner`. */
+  | 'owner_mismatch'
+  | 'network_mismatch'
   | 'ats_id_mismatch'
   | 'version_mismatch'
   /** The anchored commitment is not the one of this audio, title and creators. */
@@ -107,12 +137,16 @@ export function decodeRemarkAnchor(remark: Uint8Array | string): RemarkAnchor {
   if (bytes[5]! > 1 || bytes[6]! > 1) throw malformed('action and network are 0 or 1');
   const atsId = bytes.readBigUInt64LE(8);
   if (atsId > BigInt(Number.MAX_SAFE_INTEGER)) throw malformed(`ats_id ${atsId} is beyond what the API can name`);
+  const version = bytes.readUInt32LE(16);
+  if (bytes[5] === 0 ? version !== 1 : version < 2) {
+    throw malformed(`a ${bytes[5] === 0 ? 'registration' : 'new version'} cannot be version ${version}`);
+  }
   return {
     action: bytes[5] === 0 ? 'register' : 'update',
     network: bytes[6] === 0 ? 'testnet' : 'mainnet',
     protocolVersion: bytes[7]!,
     atsId: Number(atsId),
-    version: bytes.readUInt32LE(16),
+    version,
     commitment: hex(bytes.subarray(20, 52)),
     owner: hex(bytes.subarray(52, 84)),
     signature: hex(bytes.subarray(84, PAYLOAD_LENGTH)),
@@ -121,27 +155,57 @@ export function decodeRemarkAnchor(remark: Uint8Array | string): RemarkAnchor {
 }
 
 /**
- * Checks a `remark` anchor against the audio and metadata you hold: decodes it, recomputes the commitment
- * (contract §5) and compares; checks the ats_id and version when you name them; and, given an sr25519
- * verifier, checks the owner's signature over the payload and `genesisHash`, which proves the anchor was
- * made by its owner for that chain.
+ * Checks a `remark` anchor against the organization and the audio and metadata you hold.
+ *
+ * In order: the genesis hash is 32 bytes; `expected.owner` is a key (or an ss58 address); `verifySignature`
+ * or `unsafeSkipSignature` was given; the payload is a layout-1 anchor whose action agrees with its version;
+ * its commitment protocol is 1; its owner key is `expected.owner`; it names `network`, `atsId` and
+ * `version` when you give them; its commitment is the one recomputed (contract §5) from your audio and
+ * metadata; and the owner's sr25519 signature holds over bytes 0–83 ‖ `genesisHash`.
+ *
+ * What a success proves: the holder of `expected.owner`'s key signed this commitment of this audio and
+ * metadata, for this ats_id and version, for the chain of `genesisHash` (the payload names its chain only
+ * inside that signature). What it does not prove: that the remark is on that chain, or final — read it from
+ * a finalized block of a node you trust, and take `genesisHash` from that node; nor that no other anchor names
+ * the same ats_id and version. With `unsafeSkipSignature`, neither the owner nor the chain is proven.
  *
  * @param remark the remark's bytes, or their `0x` hex
  * @param genesisHash the chain's genesis hash (32 bytes, or `0x` hex)
  * @throws {@link AnchorVerificationError} naming the check that failed
+ * @throws TypeError when neither `verifySignature` nor `unsafeSkipSignature: true` is given
  */
 export async function verifyAnchor(
   remark: Uint8Array | string,
   genesisHash: Uint8Array | string,
   expected: AnchorExpectation,
 ): Promise<VerifiedAnchor> {
+  const verify = expected.verifySignature;
+  if (typeof verify !== 'function' && expected.unsafeSkipSignature !== true) {
+    throw new TypeError(
+      'verifyAnchor needs verifySignature (e.g. sr25519Verify of @polkadot/util-crypto) to prove the owner and the chain; ' +
+        'pass unsafeSkipSignature: true to check the commitment alone',
+    );
+  }
   const genesis = toBytes(genesisHash);
   if (genesis === undefined || genesis.length !== 32) {
     throw new AnchorVerificationError('invalid_genesis_hash', 'the genesis hash is 32 bytes (or 0x + 64 hex digits)');
   }
+  const owner = ownerKey(expected.owner);
+  if (owner === undefined) {
+    throw new AnchorVerificationError(
+      'invalid_owner',
+      'the expected owner is a 32-byte public key (0x + 64 hex digits) or its ss58 address',
+    );
+  }
   const anchor = decodeRemarkAnchor(remark);
   if (anchor.protocolVersion !== COMMITMENT_PROTOCOL_VERSION) {
     throw new AnchorVerificationError('unsupported_protocol', `commitment protocol ${anchor.protocolVersion} is not known here`);
+  }
+  if (anchor.owner !== owner) {
+    throw new AnchorVerificationError('owner_mismatch', `the anchor was made under the key ${anchor.owner}, not ${owner}`);
+  }
+  if (expected.network !== undefined && anchor.network !== expected.network) {
+    throw new AnchorVerificationError('network_mismatch', `the anchor names ${anchor.network}, not ${expected.network}`);
   }
   if (expected.atsId !== undefined && anchor.atsId !== expected.atsId) {
     throw new AnchorVerificationError('ats_id_mismatch', `the anchor names ats_id ${anchor.atsId}, not ${expected.atsId}`);
@@ -156,28 +220,61 @@ export async function verifyAnchor(
       `the anchor holds ${anchor.commitment}; this audio and metadata give ${commitment}`,
     );
   }
-  const signedMessage = Buffer.concat([anchor.signedPrefix, genesis]);
-  let signatureChecked = false;
-  if (expected.verifySignature) {
-    let valid: boolean;
-    try {
-      valid = await expected.verifySignature(
-        signedMessage,
-        Buffer.from(anchor.signature.slice(2), 'hex'),
-        Buffer.from(anchor.owner.slice(2), 'hex'),
-      );
-    } catch {
-      valid = false; // bytes that are not a curve point or a signature at all
-    }
-    if (valid !== true) {
-      throw new AnchorVerificationError(
-        'signature_invalid',
-        "the owner's signature does not hold over this anchor and genesis hash: made for another chain, or not by its owner",
-      );
-    }
-    signatureChecked = true;
+  const signedMessage = Uint8Array.from(Buffer.concat([anchor.signedPrefix, genesis]));
+  if (typeof verify !== 'function') {
+    return { ...anchor, signatureChecked: false, warning: SKIPPED_WARNING, signedMessage };
   }
-  return { ...anchor, signatureChecked, signedMessage: Uint8Array.from(signedMessage) };
+  let valid: boolean;
+  try {
+    valid = await verify(signedMessage, Buffer.from(anchor.signature.slice(2), 'hex'), Buffer.from(owner.slice(2), 'hex'));
+  } catch {
+    valid = false; // bytes that are not a curve point or a signature at all
+  }
+  if (valid !== true) {
+    throw new AnchorVerificationError(
+      'signature_invalid',
+      "the owner's signature does not hold over this anchor and genesis hash: made for another chain, or not by its owner",
+    );
+  }
+  return { ...anchor, signatureChecked: true, signedMessage };
+}
+
+const SKIPPED_WARNING =
+  'UNSAFE: the signature was not checked (unsafeSkipSignature). Neither the owner nor the chain is proven: anyone can write these bytes.';
+
+/**
+ * The expected owner as `0x` + 64 lowercase hex: given so, or decoded from an ss58 address (base58 of
+ * prefix ‖ key ‖ the first 2 bytes of BLAKE2b-512("SS58PRE" ‖ prefix ‖ key)). Hand-written because it is
+ * 20 lines over `node:crypto`'s blake2b512, and the library takes no dependency.
+ */
+function ownerKey(owner: string): string | undefined {
+  if (typeof owner !== 'string') return undefined;
+  if (/^0x[0-9a-fA-F]{64}$/.test(owner)) return owner.toLowerCase();
+  const bytes = base58(owner);
+  // a 1-byte prefix (0–63) gives 35 bytes, a 2-byte prefix (its first byte 64–127) 36
+  if (bytes === undefined || !(bytes.length === 35 ? bytes[0]! < 64 : bytes.length === 36 && bytes[0]! >= 64 && bytes[0]! < 128)) {
+    return undefined;
+  }
+  const body = bytes.subarray(0, bytes.length - 2);
+  const checksum = createHash('blake2b512').update('SS58PRE').update(body).digest();
+  if (!checksum.subarray(0, 2).equals(bytes.subarray(bytes.length - 2))) return undefined;
+  return hex(body.subarray(body.length - 32));
+}
+
+const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+
+/** Bitcoin-alphabet base58 to bytes (leading `1`s are zero bytes); `undefined` for any other character. */
+function base58(text: string): Buffer | undefined {
+  if (text.length === 0 || text.length > 64) return undefined;
+  let value = 0n;
+  for (const char of text) {
+    const digit = BASE58_ALPHABET.indexOf(char);
+    if (digit < 0) return undefined;
+    value = value * 58n + BigInt(digit);
+  }
+  const digits = value === 0n ? '' : value.toString(16);
+  const zeros = text.length - text.replace(/^1+/, '').length;
+  return Buffer.concat([Buffer.alloc(zeros), Buffer.from(digits.padStart(digits.length + (digits.length % 2), '0'), 'hex')]);
 }
 
 /** Bytes as given, or decoded from `0x` hex; `undefined` for a string that is not `0x` hex. */

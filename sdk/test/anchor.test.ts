@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ApiPromise, WsProvider } from '@polkadot/api';
-import { cryptoWaitReady, sr25519PairFromSeed, sr25519Sign, sr25519Verify } from '@polkadot/util-crypto';
+import { cryptoWaitReady, encodeAddress, sr25519PairFromSeed, sr25519Sign, sr25519Verify } from '@polkadot/util-crypto';
 import { AnchorVerificationError, decodeRemarkAnchor, verifyAnchor, type AnchorExpectation } from '../src/anchor';
 import { computeCommitment, type Creator } from '../src/commitment';
 import { useStack } from '../../test/helpers/workers';
@@ -67,7 +67,7 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
     let api: ApiPromise;
     let remark: Uint8Array;
     let genesis: string;
-    let expected: AnchorExpectation & { readonly atsId: number };
+    let expected: AnchorExpectation & { readonly atsId: number; readonly owner: string };
     let quoted: string;
     let ownerKey: string;
 
@@ -94,14 +94,16 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
       remark = remarks.find((r) => decodeRemarkAnchor(r).atsId === atsId)!;
       expect(remark, `a remark naming ats_id ${atsId}`).to.not.equal(undefined);
 
-      expected = { audio: registered.audio, title: body.title as string, creators: body.creators as Creator[], atsId };
       const wallet = await stack.app.context.db('wallets').where({ organization_id: org, network: 'testnet' }).first();
       ownerKey = wallet.public_key;
+      // the organization's wallet key is the owner the verifier expects
+      const [title, creators] = [body.title as string, body.creators as Creator[]];
+      expected = { owner: ownerKey, audio: registered.audio, title, creators, atsId, verifySignature: sr25519Verify };
     });
     after(() => api?.disconnect());
 
     it('accepts it with the registration’s audio and metadata, the chain’s genesis and an sr25519 verifier', async () => {
-      const verified = await verifyAnchor(remark, genesis, { ...expected, version: 1, verifySignature: sr25519Verify });
+      const verified = await verifyAnchor(remark, genesis, { ...expected, version: 1, network: 'testnet' });
       expect(verified).to.deep.include({
         action: 'register',
         network: 'testnet',
@@ -114,10 +116,56 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
       });
       expect(verified.commitment).to.equal((await computeCommitment(expected.audio, expected.title, expected.creators)).commitment);
       expect(hex(verified.signedMessage)).to.equal(hex(remark.subarray(0, 84)) + genesis.slice(2));
-      // hex input alike; without a verifier the signature, and so the chain, is reported unchecked
-      const unchecked = await verifyAnchor(hex(remark), Buffer.from(genesis.slice(2), 'hex'), expected);
-      expect(unchecked.signatureChecked).to.equal(false);
-      expect(unchecked.commitment).to.equal(quoted);
+      expect(verified.warning).to.equal(undefined);
+      // hex input alike, and the owner as its ss58 address (the work's `owner` in the API)
+      const bySs58 = await verifyAnchor(hex(remark), Buffer.from(genesis.slice(2), 'hex'), {
+        ...expected,
+        owner: encodeAddress(ownerKey, 42),
+      });
+      expect(bySs58).to.deep.include({ owner: ownerKey, signatureChecked: true });
+      // the signature skipped on request only, and the result says so
+      const unchecked = await verifyAnchor(remark, genesis, { ...expected, verifySignature: undefined, unsafeSkipSignature: true });
+      expect(unchecked).to.deep.include({ signatureChecked: false, commitment: quoted });
+      expect(unchecked.warning).to.match(/^UNSAFE: .*Neither the owner nor the chain is proven/);
+    });
+
+    it('rejects the same commitment anchored under another key: owner_mismatch, though that key’s signature holds', async () => {
+      // an attacker copies the victim's public commitment, ats_id and version into an anchor of their own
+      const decoded = decodeRemarkAnchor(remark);
+      const attackerSeed = randomBytes(32);
+      const forged = encodeAnchor(
+        { action: 0, network: 0, atsId: decoded.atsId, version: 1, commitment: Buffer.from(decoded.commitment.slice(2), 'hex') },
+        attackerSeed,
+        Buffer.from(genesis.slice(2), 'hex'),
+      );
+      expect(await reasonOf(verifyAnchor(forged.bytes, genesis, expected))).to.equal('owner_mismatch');
+      expect(await reasonOf(verifyAnchor(forged.bytes, genesis, { ...expected, unsafeSkipSignature: true }))).to.equal('owner_mismatch');
+      // everything else of it holds: only the owner tells it apart
+      const asAttacker = await verifyAnchor(forged.bytes, genesis, { ...expected, owner: hex(forged.publicKey) });
+      expect(asAttacker).to.deep.include({ signatureChecked: true, commitment: quoted });
+      // and the victim's own anchor is not the attacker's
+      expect(await reasonOf(verifyAnchor(remark, genesis, { ...expected, owner: hex(forged.publicKey) }))).to.equal('owner_mismatch');
+    });
+
+    it('refuses to run without a verifier unless the skip is explicit; checks the network; refuses an owner that is no key', async () => {
+      const { verifySignature: _verifier, ...noVerifier } = expected;
+      const attempts = [noVerifier, { ...noVerifier, unsafeSkipSignature: false }, { ...noVerifier, verifySignature: 'yes' }];
+      for (const options of attempts) {
+        let thrown: unknown;
+        try {
+          await verifyAnchor(remark, genesis, options as unknown as AnchorExpectation);
+        } catch (err) {
+          thrown = err;
+        }
+        expect(thrown).to.be.instanceOf(TypeError);
+        expect((thrown as Error).message).to.match(/verifySignature.*unsafeSkipSignature/);
+      }
+      expect(await reasonOf(verifyAnchor(remark, genesis, { ...expected, network: 'mainnet' }))).to.equal('network_mismatch');
+      const address = encodeAddress(ownerKey, 42);
+      const corrupted = address.slice(0, 10) + (address[10] === 'a' ? 'b' : 'a') + address.slice(11);
+      for (const owner of ['', ownerKey.slice(0, 64), `${ownerKey}00`, corrupted, 'not an address', encodeAddress(randomBytes(33))]) {
+        expect(await reasonOf(verifyAnchor(remark, genesis, { ...expected, owner })), owner).to.equal('invalid_owner');
+      }
     });
 
     it('rejects another audio or another title: commitment_mismatch', async () => {
@@ -133,22 +181,28 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
     });
 
     it('rejects another chain’s genesis hash, and a payload changed after signing: signature_invalid', async () => {
-      const options = { ...expected, verifySignature: sr25519Verify };
+      const options = expected;
       expect(await reasonOf(verifyAnchor(remark, randomBytes(32), options))).to.equal('signature_invalid');
       const otherOwner = Buffer.from(remark);
       otherOwner[60]! ^= 1;
-      expect(await reasonOf(verifyAnchor(otherOwner, genesis, options))).to.equal('signature_invalid');
+      // another owner key written in: not the expected owner, and were it expected, not its signature
+      expect(await reasonOf(verifyAnchor(otherOwner, genesis, options))).to.equal('owner_mismatch');
+      expect(await reasonOf(verifyAnchor(otherOwner, genesis, { ...options, owner: hex(otherOwner.subarray(52, 84)) }))).to.equal(
+        'signature_invalid',
+      );
       const otherSignature = Buffer.from(remark);
       otherSignature[100]! ^= 1;
       expect(await reasonOf(verifyAnchor(otherSignature, genesis, options))).to.equal('signature_invalid');
-      // a version number changed after signing: only the signature can tell
-      const otherVersion = Buffer.from(remark);
-      otherVersion.writeUInt32LE(2, 16);
-      expect(await reasonOf(verifyAnchor(otherVersion, genesis, options))).to.equal('signature_invalid');
-      expect(await reasonOf(verifyAnchor(otherVersion, genesis, { ...options, version: 1 }))).to.equal('version_mismatch');
+      // an ats_id changed after signing: only the signature can tell
+      const otherAtsId = Buffer.from(remark);
+      otherAtsId.writeBigUInt64LE(BigInt(expected.atsId + 1), 8);
+      const { atsId: _atsId, ...anyAtsId } = options;
+      expect(await reasonOf(verifyAnchor(otherAtsId, genesis, anyAtsId))).to.equal('signature_invalid');
+      expect(await reasonOf(verifyAnchor(otherAtsId, genesis, options))).to.equal('ats_id_mismatch');
     });
 
-    it('rejects another ats_id, a malformed payload and a genesis hash that is not 32 bytes', async () => {
+    it('rejects another ats_id or version, a malformed payload and a genesis hash that is not 32 bytes', async () => {
+      expect(await reasonOf(verifyAnchor(remark, genesis, { ...expected, version: 2 }))).to.equal('version_mismatch');
       expect(await reasonOf(verifyAnchor(remark, genesis, { ...expected, atsId: expected.atsId + 1 }))).to.equal('ats_id_mismatch');
       expect(await reasonOf(verifyAnchor(remark.subarray(0, 147), genesis, expected))).to.equal('malformed_payload');
       const notOurs = Buffer.from(remark);
@@ -170,20 +224,28 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
       const creators: Creator[] = [{ full_name: 'Ada', roles: { composer: true } }];
       await fc.assert(
         fc.asyncProperty(
-          fc.record({
-            action: fc.constantFrom<0 | 1>(0, 1),
-            network: fc.constantFrom<0 | 1>(0, 1),
-            atsId: fc.maxSafeNat(),
-            version: fc.integer({ min: 1, max: 0xffffffff }),
-          }),
+          fc.oneof(
+            fc.record({ action: fc.constant<0>(0), version: fc.constant(1) }),
+            fc.record({ action: fc.constant<1>(1), version: fc.integer({ min: 2, max: 0xffffffff }) }),
+          ),
+          fc.record({ network: fc.constantFrom<0 | 1>(0, 1), atsId: fc.maxSafeNat(), ss58Prefix: fc.integer({ min: 0, max: 16383 }) }),
           fc.uint8Array({ minLength: 1, maxLength: 256 }),
           fc.uint8Array({ minLength: 32, maxLength: 32 }),
           fc.uint8Array({ minLength: 32, maxLength: 32 }),
-          async (fields, audio, seed, genesisBytes) => {
+          async (actionVersion, { ss58Prefix, ...rest }, audio, seed, genesisBytes) => {
+            const fields = { ...actionVersion, ...rest };
             const genesis = Buffer.from(genesisBytes);
             const { commitment } = await computeCommitment(audio, 'A title', creators);
             const { bytes, publicKey } = encodeAnchor({ ...fields, commitment: Buffer.from(commitment.slice(2), 'hex') }, seed, genesis);
-            const verified = await verifyAnchor(bytes, genesis, { audio, title: 'A title', creators, verifySignature: sr25519Verify });
+            // the owner as hex, or as its ss58 address under any prefix (1- and 2-byte)
+            const options = {
+              owner: encodeAddress(publicKey, ss58Prefix),
+              audio,
+              title: 'A title',
+              creators,
+              verifySignature: sr25519Verify,
+            };
+            const verified = await verifyAnchor(bytes, genesis, options);
             expect(verified).to.deep.include({
               action: fields.action === 0 ? 'register' : 'update',
               network: fields.network === 0 ? 'testnet' : 'mainnet',
@@ -195,19 +257,45 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
             });
             const elsewhere = Buffer.from(genesis);
             elsewhere[0]! ^= 0x80;
-            const options = { audio, title: 'A title', creators, verifySignature: sr25519Verify };
-            expect(await reasonOf(verifyAnchor(bytes, elsewhere, options))).to.equal('signature_invalid');
+            expect(await reasonOf(verifyAnchor(bytes, elsewhere, { ...options, owner: hex(publicKey) }))).to.equal('signature_invalid');
           },
         ),
         { numRuns: 50 },
       );
     });
 
+    it('refuses an action that disagrees with its version: a registration is 1, a new version 2 or more', async () => {
+      const audio = Buffer.of(1);
+      const creators: Creator[] = [{ full_name: 'Ada', roles: { author: true } }];
+      const { commitment } = await computeCommitment(audio, 't', creators);
+      const genesis = randomBytes(32);
+      const seed = randomBytes(32);
+      const owner = hex(sr25519PairFromSeed(seed).publicKey);
+      const anchor = (action: 0 | 1, version: number) =>
+        encodeAnchor({ action, network: 1, atsId: 9, version, commitment: Buffer.from(commitment.slice(2), 'hex') }, seed, genesis).bytes;
+      const options = { owner, audio, title: 't', creators, verifySignature: sr25519Verify };
+      for (const [action, version] of [
+        [0, 7],
+        [0, 2],
+        [0, 0],
+        [1, 1],
+        [1, 0],
+      ] as const) {
+        expect(await reasonOf(verifyAnchor(anchor(action, version), genesis, options)), `${action}/${version}`).to.equal(
+          'malformed_payload',
+        );
+        expect(() => decodeRemarkAnchor(anchor(action, version))).to.throw(AnchorVerificationError, /cannot be version/);
+      }
+      // the consistent ones, signed alike, pass
+      expect((await verifyAnchor(anchor(0, 1), genesis, options)).action).to.equal('register');
+      expect((await verifyAnchor(anchor(1, 2), genesis, options)).action).to.equal('update');
+    });
+
     it('reports a verifier that throws (bytes that are no key or signature at all) as signature_invalid', async () => {
       const audio = Buffer.of(1);
       const creators: Creator[] = [{ full_name: 'Ada', roles: { author: true } }];
       const { commitment } = await computeCommitment(audio, 't', creators);
-      const { bytes } = encodeAnchor(
+      const { bytes, publicKey } = encodeAnchor(
         { action: 0, network: 0, atsId: 1, version: 1, commitment: Buffer.from(commitment.slice(2), 'hex') },
         randomBytes(32),
         randomBytes(32),
@@ -215,9 +303,8 @@ describe('sdk: verifyAnchor (remark dialect, layout 1)', function () {
       const throwing = () => {
         throw new Error('not a point');
       };
-      expect(await reasonOf(verifyAnchor(bytes, randomBytes(32), { audio, title: 't', creators, verifySignature: throwing }))).to.equal(
-        'signature_invalid',
-      );
+      const options = { owner: hex(publicKey), audio, title: 't', creators, verifySignature: throwing };
+      expect(await reasonOf(verifyAnchor(bytes, randomBytes(32), options))).to.equal('signature_invalid');
     });
   });
 });

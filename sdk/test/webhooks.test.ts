@@ -20,7 +20,7 @@ function reasonOf(fn: () => unknown): string {
 }
 
 /** HMAC-SHA256 by WebCrypto: an implementation independent of the library's node:crypto createHmac. */
-async function independentSignature(secretBase64: string, t: number, body: Uint8Array): Promise<string> {
+async function independentSignature(secretBase64: string, t: number | string, body: Uint8Array): Promise<string> {
   const key = await webcrypto.subtle.importKey('raw', Buffer.from(secretBase64, 'base64'), { name: 'HMAC', hash: 'SHA-256' }, false, [
     'sign',
   ]);
@@ -246,6 +246,72 @@ describe('sdk: verifyWebhook (contract §7)', function () {
           reasonOf(() => verifyWebhook(raw, headers, key)),
           raw,
         ).to.equal(reason);
+      }
+    });
+
+    it('takes the body as an ArrayBuffer or any view, a Map of headers in any case, and a secret with a final newline', async () => {
+      const key = randomBytes(32).toString('base64');
+      const signed = Math.floor(Date.now() / 1000);
+      const raw = Buffer.from(JSON.stringify({ event: 'work_archived', transaction_id: 'x' }));
+      const header = `t=${signed},v1=${await independentSignature(key, signed, raw)}`;
+      // the body inside a larger buffer, at an offset: only the view's bytes are the body
+      const padded = new Uint8Array(raw.length + 7);
+      padded.set(raw, 3);
+      const bodies = [
+        Uint8Array.from(raw).buffer, // request.arrayBuffer()
+        new DataView(padded.buffer, 3, raw.length),
+        padded.subarray(3, 3 + raw.length),
+        new Uint8ClampedArray(padded.buffer, 3, raw.length),
+      ];
+      for (const body of bodies) {
+        expect(
+          reasonOf(() => verifyWebhook(body, { 'x-service-signature': header }, key)),
+          body.constructor.name,
+        ).to.equal('unknown_event');
+      }
+      expect(reasonOf(() => verifyWebhook(new DataView(padded.buffer), { 'x-service-signature': header }, key))).to.equal(
+        'signature_mismatch',
+      );
+      for (const name of ['X-Service-Signature', 'x-service-signature', 'X-SERVICE-SIGNATURE']) {
+        expect(
+          reasonOf(() => verifyWebhook(raw, new Map([[name, header]]), key)),
+          name,
+        ).to.equal('unknown_event');
+      }
+      expect(reasonOf(() => verifyWebhook(raw, new Map([['x-other', header]]), key))).to.equal('missing_header');
+      for (const mounted of [`${key}\n`, `  ${key}\r\n`, `\t${key} `]) {
+        expect(
+          reasonOf(() => verifyWebhook(raw, { 'x-service-signature': header }, mounted)),
+          JSON.stringify(mounted),
+        ).to.equal('unknown_event');
+      }
+    });
+
+    it('signs over t as received: a t with leading zeros is checked as sent, not as its number', async () => {
+      const key = randomBytes(32).toString('base64');
+      const signed = Math.floor(Date.now() / 1000);
+      const raw = Buffer.from('{"event":"work_archived","transaction_id":"x"}');
+      const asSent = `t=00${signed},v1=${await independentSignature(key, `00${signed}`, raw)}`;
+      expect(reasonOf(() => verifyWebhook(raw, { 'x-service-signature': asSent }, key))).to.equal('unknown_event');
+      // the HMAC of the number's own text does not stand for the text that was sent
+      const renumbered = `t=00${signed},v1=${await independentSignature(key, signed, raw)}`;
+      expect(reasonOf(() => verifyWebhook(raw, { 'x-service-signature': renumbered }, key))).to.equal('signature_mismatch');
+    });
+
+    it('refuses an invalid clock or tolerance with a TypeError rather than skipping the time check', async () => {
+      const key = randomBytes(32).toString('base64');
+      const signed = Math.floor(Date.now() / 1000) - 10_000; // far outside the tolerance
+      const raw = Buffer.from('{}');
+      const headers = { 'x-service-signature': `t=${signed},v1=${await independentSignature(key, signed, raw)}` };
+      expect(reasonOf(() => verifyWebhook(raw, headers, key))).to.equal('timestamp_out_of_tolerance');
+      for (const now of [new Date(Number.NaN), new Date('not a date'), Date.now() as unknown as Date]) {
+        expect(() => verifyWebhook(raw, headers, key, { now }), String(now)).to.throw(TypeError, /now/);
+      }
+      for (const toleranceSeconds of [Number.NaN, Number.POSITIVE_INFINITY, -1]) {
+        expect(() => verifyWebhook(raw, headers, key, { toleranceSeconds }), String(toleranceSeconds)).to.throw(
+          TypeError,
+          /toleranceSeconds/,
+        );
       }
     });
 

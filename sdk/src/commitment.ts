@@ -26,8 +26,11 @@ export interface Creator {
   readonly isni?: string | null;
 }
 
-/** The audio: its bytes, or a stream of them (a Node Readable, a web ReadableStream, any async iterable). */
-export type AudioSource = Uint8Array | AsyncIterable<Uint8Array>;
+/**
+ * The audio, as upload takes it: its bytes (a `Uint8Array`/`Buffer`, an `ArrayBuffer` or any view of one), a
+ * `Blob` (a web `File` too), or a stream of bytes (a Node Readable, a web ReadableStream, any async iterable).
+ */
+export type AudioSource = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | AsyncIterable<Uint8Array>;
 
 /** The commitment and its two parts, each `0x` + 64 lowercase hex digits. */
 export interface Commitment {
@@ -52,9 +55,11 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * Computes the commitment the service quotes at prepare and anchors on chain for this audio and metadata.
  *
  * The title is trimmed as the service trims it (`String.prototype.trim`: Unicode white space and line
- * terminators); every other string is encoded as given. Creators are taken in the order of the request.
+ * terminators); every other string is encoded as given. Nothing is Unicode-normalized: a title in NFC and the
+ * same title in NFD (`é` as one code point or as `e` + U+0301) have different commitments, so pass exactly
+ * the text that was sent. Creators are taken in the order of the request.
  *
- * @param audio the audio file's bytes, or a stream of them (read once, to the end)
+ * @param audio the audio file's bytes, a `Blob`, or a stream of bytes (read once, to the end)
  * @param title the title as sent at init (trimmed here)
  * @param creators 1 to 32 creators, in request order
  * @throws RangeError for input the service refuses and the contract does not define a commitment for: empty
@@ -107,11 +112,14 @@ function opt(value: string | null | undefined, what: string): Buffer {
 async function sha256Of(audio: AudioSource): Promise<Buffer> {
   const hash = createHash('sha256');
   let size = 0;
-  if (audio instanceof Uint8Array) {
-    hash.update(audio);
-    size = audio.length;
+  if (ArrayBuffer.isView(audio) || audio instanceof ArrayBuffer) {
+    const bytes = ArrayBuffer.isView(audio) ? new Uint8Array(audio.buffer, audio.byteOffset, audio.byteLength) : new Uint8Array(audio);
+    hash.update(bytes);
+    size = bytes.length;
   } else {
-    for await (const chunk of audio) {
+    // a Blob is read as a stream: a large File need not be in memory
+    const chunks: AsyncIterable<unknown> = isBlob(audio) ? (audio.stream() as unknown as AsyncIterable<Uint8Array>) : audio;
+    for await (const chunk of chunks) {
       if (!(chunk instanceof Uint8Array)) throw new TypeError('an audio stream must yield bytes (set no encoding on it)');
       hash.update(chunk);
       size += chunk.length;
@@ -119,6 +127,10 @@ async function sha256Of(audio: AudioSource): Promise<Buffer> {
   }
   if (size === 0) throw new RangeError('the audio is empty: the service refuses empty audio, and it has no commitment');
   return hash.digest();
+}
+
+function isBlob(value: unknown): value is Blob {
+  return typeof Blob !== 'undefined' && value instanceof Blob;
 }
 
 function sha256(...parts: Uint8Array[]): Buffer {

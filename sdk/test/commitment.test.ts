@@ -126,6 +126,33 @@ describe('sdk: computeCommitment (contract §5)', function () {
     for (const delivery of ['node-stream', 'web-stream', 'async-generator'] as const) {
       expect(await computeCommitment(source(audio, delivery, 100), title, creators), delivery).to.deep.equal(expected);
     }
+    // what upload takes: an ArrayBuffer, a view at an offset of a larger buffer (only its bytes), a Blob, a File
+    const padded = new Uint8Array(audio.length + 9);
+    padded.set(audio, 5);
+    const asUploaded = {
+      ArrayBuffer: Uint8Array.from(audio).buffer,
+      DataView: new DataView(padded.buffer, 5, audio.length),
+      subarray: padded.subarray(5, 5 + audio.length),
+      Blob: new Blob([audio.subarray(0, 300), audio.subarray(300)]),
+      File: new File([audio], 'take-3.wav', { type: 'audio/wav' }),
+    };
+    for (const [kind, input] of Object.entries(asUploaded)) {
+      expect(await computeCommitment(input, title, creators), kind).to.deep.equal(expected);
+    }
+    expect(await computeCommitment(new Blob([audio, Buffer.of(0)]), title, creators)).to.not.deep.equal(expected);
+  });
+
+  it('does not normalize Unicode: a title in NFC and in NFD give different commitments', async () => {
+    const creators: Creator[] = [{ full_name: 'A', roles: { author: true } }];
+    const nfc = 'Été'.normalize('NFC');
+    const nfd = nfc.normalize('NFD');
+    expect(nfd).to.not.equal(nfc);
+    const [composed, decomposed] = await Promise.all([
+      computeCommitment(Buffer.of(1), nfc, creators),
+      computeCommitment(Buffer.of(1), nfd, creators),
+    ]);
+    expect(composed.commitment).to.not.equal(decomposed.commitment);
+    expect(composed.mediaHash).to.equal(decomposed.mediaHash);
   });
 
   it('refuses what has no commitment: empty audio, no creator or more than 32, unpaired surrogates', async () => {
@@ -137,6 +164,8 @@ describe('sdk: computeCommitment (contract §5)', function () {
       );
     expect(await refusal(computeCommitment(Buffer.alloc(0), 't', one))).to.match(/^RangeError: .*empty/);
     expect(await refusal(computeCommitment(Readable.from([]), 't', one))).to.match(/^RangeError: .*empty/);
+    expect(await refusal(computeCommitment(new Blob([]), 't', one))).to.match(/^RangeError: .*empty/);
+    expect(await refusal(computeCommitment(new ArrayBuffer(0), 't', one))).to.match(/^RangeError: .*empty/);
     expect(await refusal(computeCommitment(Buffer.of(1), 't', []))).to.match(/^RangeError: 1 to 32 creators/);
     expect(await refusal(computeCommitment(Buffer.of(1), 't', Array(33).fill(one[0])))).to.match(/^RangeError: 1 to 32 creators/);
     expect(await refusal(computeCommitment(Buffer.of(1), 'a\uD800b', one))).to.match(/^RangeError: title .*surrogate/);

@@ -35,22 +35,37 @@ function causeCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** A rejected fetch (no response) as a `WorksApiError` with code `network.error`; whether it was surely unsent. */
-export function networkError(err: unknown, attempts: number): { error: WorksApiError; sent: boolean } {
+/** What a call is, for its errors: a write (its outcome is unknown when sent and unanswered) and its Idempotency-Key. */
+export interface CallContext {
+  readonly write?: boolean;
+  readonly idempotencyKey?: string;
+}
+
+/**
+ * A rejected fetch (no response) as a `WorksApiError` with status 0, and whether the request may have gone out:
+ * `network.outcome_unknown` for a write that may have been sent, else `network.error`.
+ */
+export function networkError(err: unknown, attempts: number, context: CallContext = {}): { error: WorksApiError; sent: boolean } {
   const code = causeCode(err);
+  const sent = !(code && NOT_SENT.has(code));
+  const unknown = sent && context.write === true;
   const error = new WorksApiError({
     status: 0,
-    code: 'network.error',
-    message: `No response: ${(err as Error)?.message ?? String(err)}${code ? ` (${code})` : ''}`,
+    code: unknown ? 'network.outcome_unknown' : 'network.error',
+    message: `${unknown ? 'The write was sent but no answer came back; it may have taken effect' : 'No response'}: ${
+      (err as Error)?.message ?? String(err)
+    }${code ? ` (${code})` : ''}`,
     attempts,
+    requestSent: sent,
+    idempotencyKey: context.idempotencyKey,
     cause: err,
   });
-  return { error, sent: !(code && NOT_SENT.has(code)) };
+  return { error, sent };
 }
 
 function retryable(error: WorksApiError, sent: boolean, safety: Safety): boolean {
   if (error.status === 429) return true;
-  if (error.code === 'network.error') return safety === 'repeatable' || !sent;
+  if (error.status === 0) return safety === 'repeatable' || !sent;
   if (safety === 'once') return false;
   return error.status === 502 || error.status === 503 || error.status === 504 || error.code === 'idempotency.key_in_use';
 }

@@ -125,7 +125,7 @@ export function transactionsApi(t: Transport, WebSocket: WebSocketConstructor | 
         const tx = await t.call(
           'repeatable',
           () => t.api.GET('/v1/transactions/{transaction_id}', { params: { path: { transaction_id: id } }, signal: options.signal }),
-          options.signal,
+          { signal: options.signal },
         );
         report(tx);
         if (tx.is_complete) return tx;

@@ -31,7 +31,7 @@ describe('@works-api/client: edges of retries and tracking', () => {
       retry: { maxAttempts: 3, baseDelayMs: 1 },
     });
     const error = await client.works.confirm(randomUUID()).catch((err: unknown) => err);
-    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 3 });
+    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 3, requestSent: false });
     expect((error as WorksApiError).message).to.include('ECONNREFUSED');
   });
 

@@ -2,7 +2,7 @@ import { WorksApiError } from './errors';
 
 /** How the client repeats a call that failed for a passing reason (contract §1, §4, §9). */
 export interface RetryOptions {
-  /** Attempts in all, the first included (default 5; 1 turns retries off). */
+  /** Attempts in all, the first included: an integer from 1 to 20 (default 5; 1 turns retries off). */
   readonly maxAttempts?: number;
   /** The first backoff step (default 250 ms); step n is `baseDelayMs · 2ⁿ`, with full jitter. */
   readonly baseDelayMs?: number;
@@ -25,6 +25,31 @@ export interface RetryOptions {
 export type Safety = 'repeatable' | 'once';
 
 const DEFAULTS: Required<RetryOptions> = { maxAttempts: 5, baseDelayMs: 250, maxDelayMs: 10_000, maxRetryAfterMs: 60_000 };
+/** The most attempts a policy may ask for: more would hammer a failing server for no gain. */
+export const MAX_ATTEMPTS = 20;
+
+/**
+ * The policy `options` asks for, field by field over the defaults (an explicit `undefined` keeps the default).
+ * Throws a `RangeError` for a `maxAttempts` that is not an integer from 1 to `MAX_ATTEMPTS`, or a delay that is
+ * not a finite number of milliseconds ≥ 0.
+ */
+export function retryPolicy(options: RetryOptions | false | undefined): Required<RetryOptions> {
+  if (options === false) return { ...DEFAULTS, maxAttempts: 1 };
+  const policy: Required<RetryOptions> = {
+    maxAttempts: options?.maxAttempts ?? DEFAULTS.maxAttempts,
+    baseDelayMs: options?.baseDelayMs ?? DEFAULTS.baseDelayMs,
+    maxDelayMs: options?.maxDelayMs ?? DEFAULTS.maxDelayMs,
+    maxRetryAfterMs: options?.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
+  };
+  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1 || policy.maxAttempts > MAX_ATTEMPTS)
+    throw new RangeError(`retry.maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS}, not ${policy.maxAttempts}`);
+  for (const field of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
+    const value = policy[field];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new RangeError(`retry.${field} must be a finite number of milliseconds ≥ 0, not ${String(value)}`);
+  }
+  return policy;
+}
 
 /** Errors of a connection that never opened: the request was not sent. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -109,7 +134,7 @@ export async function withRetries<T>(
   attempt: Attempt<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const policy = { ...DEFAULTS, ...(options === false ? { maxAttempts: 1 } : options) };
+  const policy = retryPolicy(options);
   for (let n = 1; ; n++) {
     try {
       return await attempt(n);

@@ -1,7 +1,7 @@
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { paths } from './generated/openapi';
 import { errorFromResponse } from './errors';
-import { AttemptFailed, networkError, withRetries, type CallContext, type RetryOptions, type Safety } from './retry';
+import { AttemptFailed, networkError, retryPolicy, withRetries, type CallContext, type RetryOptions, type Safety } from './retry';
 
 /** A call's abort signal, and what its errors should say about it (a write, its Idempotency-Key). */
 export interface CallOptions extends CallContext {
@@ -30,6 +30,7 @@ export interface TransportOptions {
 }
 
 export function createTransport(options: TransportOptions): Transport {
+  retryPolicy(options.retry); // a RangeError now, not at the first retry
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   // looked up at call time, so a fetch replaced after the client was made (a test's interceptor) is used
   const fetchImpl: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));

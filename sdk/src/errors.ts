@@ -126,9 +126,10 @@ export type RegistrationStage = 'init' | 'upload' | 'prepare' | 'confirm';
  * - `init` (no `jobId`): retry `register` with `{ idempotencyKey: error.idempotencyKey }`, which answers the same job;
  * - `upload` / `prepare`: `works.upload(…)` / `works.prepare(jobId)` then `works.confirm(jobId)`;
  * - `confirm` with `network.outcome_unknown`: the confirm may have started the transaction. Do NOT simply confirm
- *   again: a job already confirmed answers 404 `registration.prepared_not_found` (contract §4). Look for the
- *   transaction first (the `work.registered` / `work.failed` webhook, or `works.list` for the work); only a
- *   confirm that surely did nothing (`requestSent` false, or an envelope error) may be sent again.
+ *   again blindly: a job already confirmed answers 404 `registration.prepared_not_found` (contract §4), as does
+ *   an expired quote, and that answer does not name the transaction. After such a 404, look for the outcome (the
+ *   `work_registered` / `work_failed` webhook, matched by `external_user_ref`, or `works.list`) before
+ *   registering again. A confirm that surely did nothing (`requestSent` false) may be sent again.
  */
 export class RegistrationError<Q = unknown> extends WorksApiError {
   override readonly name: string = 'RegistrationError';

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type net from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -9,10 +10,14 @@ import { sineWav } from './audio';
 
 /**
  * A server in front of `target` that passes every HTTP request through but takes the WebSocket upgrades itself:
- * `answer` completes the handshake and then stays silent (no frame, no ping), else the upgrade is never answered.
+ * `answer` completes the handshake and then stays silent (no frame; a ping every `pingEveryMs` when given, else
+ * none), else the upgrade is never answered. `pongs` counts the client's answers to the pings.
  */
-async function silentSocketServer(target: string, answer: boolean) {
+async function silentSocketServer(target: string, answer: boolean, pingEveryMs?: number) {
   const upgrades: string[] = [];
+  const pongs = new EventEmitter();
+  let pongCount = 0;
+  const timers: NodeJS.Timeout[] = [];
   const sockets = new Set<net.Socket>();
   const wss = new WebSocketServer({ noServer: true });
   const server = http.createServer((req, res) => {
@@ -29,13 +34,29 @@ async function silentSocketServer(target: string, answer: boolean) {
   });
   server.on('upgrade', (req, socket, head) => {
     upgrades.push(req.url!);
-    if (answer) wss.handleUpgrade(req, socket, head, () => undefined);
+    if (!answer) return;
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (pingEveryMs === undefined) return;
+      timers.push(setInterval(() => ws.ping(), pingEveryMs));
+      ws.on('pong', () => pongs.emit('pong', ++pongCount));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     upgrades,
+    /** Resolves once the client has answered `n` pings. */
+    pongs: (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = (count: number) => {
+          if (count < n) return;
+          pongs.off('pong', check);
+          resolve();
+        };
+        pongs.on('pong', check);
+      }),
     close: async () => {
+      for (const timer of timers) clearInterval(timer);
       for (const socket of sockets) socket.destroy();
       wss.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -97,6 +118,25 @@ describe('@works-api/client: transactions.wait when the WebSocket misbehaves', f
       }
     });
   }
+
+  it('a server ping is a sign of life: a socket pinged but sent no frame is kept past the liveness deadline', async () => {
+    const silent = await silentSocketServer(stack.app.url, true, 25);
+    try {
+      const rest = recordingFetch();
+      const client = createClient({ baseUrl: silent.url, token, WebSocket, fetch: rest.fetch });
+      // 20 pings take 500 ms, past the 200 ms deadline that would have dropped the socket without them
+      const stop = new AbortController();
+      const reason = new Error('enough pings');
+      void silent.pongs(20).then(() => stop.abort(reason));
+      const error = await client.transactions
+        .wait(finalized.transaction_id, { livenessTimeoutMs: 200, pollIntervalMs: 50, signal: stop.signal })
+        .catch((err: unknown) => err);
+      expect(error).to.equal(reason);
+      expect(rest.paths).to.deep.equal([]);
+    } finally {
+      await silent.close();
+    }
+  });
 
   it('a WebSocket constructor that throws makes the wait poll', async () => {
     const Throwing = class {

@@ -32,7 +32,10 @@ export interface UploadOptions {
 }
 
 export interface WriteOptions {
-  /** The write's Idempotency-Key; a fresh UUID by default. Give your own to make a write idempotent across processes. */
+  /**
+   * The write's Idempotency-Key; a fresh UUID by default. Give your own to make a write idempotent across processes.
+   * A failed init's `WorksApiError` carries the key it sent as `idempotencyKey`, to give back here on a later retry.
+   */
   readonly idempotencyKey?: string;
 }
 

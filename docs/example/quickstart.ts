@@ -48,15 +48,16 @@ function sineWav(seconds = 1, rate = 44_100): Buffer {
 }
 
 /** A local webhook receiver; resolves each event as it arrives. */
-async function receiver(): Promise<{ url: string; next(): Promise<{ headers: http.IncomingHttpHeaders; raw: string }>; close(): void }> {
-  const waiting: ((e: { headers: http.IncomingHttpHeaders; raw: string }) => void)[] = [];
-  const queued: { headers: http.IncomingHttpHeaders; raw: string }[] = [];
+async function receiver(): Promise<{ url: string; next(): Promise<{ headers: http.IncomingHttpHeaders; raw: Buffer }>; close(): void }> {
+  const waiting: ((e: { headers: http.IncomingHttpHeaders; raw: Buffer }) => void)[] = [];
+  const queued: { headers: http.IncomingHttpHeaders; raw: Buffer }[] = [];
   const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
+    // the body's bytes as they came: decoding chunk by chunk would corrupt a character split across two chunks
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       res.writeHead(200).end();
-      const event = { headers: req.headers, raw };
+      const event = { headers: req.headers, raw: Buffer.concat(chunks) };
       const resolve = waiting.shift();
       if (resolve) resolve(event);
       else queued.push(event);

@@ -49,19 +49,25 @@ export function createClient(options: ClientOptions): WorksClient {
     works: worksApi(t),
     transactions: transactionsApi(t, options.WebSocket),
     sessions: {
-      create: (externalUserRef) => t.call('repeatable', () => api.POST('/v1/sessions', { body: { external_user_ref: externalUserRef } })),
+      create: (externalUserRef) =>
+        t.call('repeatable', () => api.POST('/v1/sessions', { body: { external_user_ref: externalUserRef } }), { write: true }),
     },
     apiKeys: {
       create: (organizationId, key) =>
-        t.call('once', () => api.POST('/v1/organizations/{organization_id}/api-keys', { params: org(organizationId), body: key })),
+        t.call('once', () => api.POST('/v1/organizations/{organization_id}/api-keys', { params: org(organizationId), body: key }), {
+          write: true,
+        }),
       list: async (organizationId) =>
         (await t.call('repeatable', () => api.GET('/v1/organizations/{organization_id}/api-keys', { params: org(organizationId) })))
           .api_keys,
       revoke: async (organizationId, apiKeyId) => {
-        await t.call('repeatable', () =>
-          api.DELETE('/v1/organizations/{organization_id}/api-keys/{api_key_id}', {
-            params: { path: { organization_id: organizationId, api_key_id: apiKeyId } },
-          }),
+        await t.call(
+          'repeatable',
+          () =>
+            api.DELETE('/v1/organizations/{organization_id}/api-keys/{api_key_id}', {
+              params: { path: { organization_id: organizationId, api_key_id: apiKeyId } },
+            }),
+          { write: true },
         );
       },
     },

@@ -3,7 +3,7 @@
  * API keys) with retries done right (contract §1, §4, §9).
  */
 export { createClient, type ClientOptions, type WorksClient } from './client';
-export { WorksApiError, type ClientErrorCode, type ErrorCode, type ErrorDetail } from './errors';
+export { WorksApiError, RegistrationError, type RegistrationStage, type ClientErrorCode, type ErrorCode, type ErrorDetail } from './errors';
 export type { RetryOptions, Safety } from './retry';
 export type { WaitOptions, WebSocketConstructor, WebSocketLike } from './transactions';
 export type { Audio, Confirmed, UploadOptions, WorkListing, WorkLookup, WorksApi, WriteOptions } from './works';

@@ -2,7 +2,7 @@ import { WorksApiError } from './errors';
 
 /** How the client repeats a call that failed for a passing reason (contract §1, §4, §9). */
 export interface RetryOptions {
-  /** Attempts in all, the first included (default 5; 1 turns retries off). */
+  /** Attempts in all, the first included: an integer from 1 to 20 (default 5; 1 turns retries off). */
   readonly maxAttempts?: number;
   /** The first backoff step (default 250 ms); step n is `baseDelayMs · 2ⁿ`, with full jitter. */
   readonly baseDelayMs?: number;
@@ -25,6 +25,31 @@ export interface RetryOptions {
 export type Safety = 'repeatable' | 'once';
 
 const DEFAULTS: Required<RetryOptions> = { maxAttempts: 5, baseDelayMs: 250, maxDelayMs: 10_000, maxRetryAfterMs: 60_000 };
+/** The most attempts a policy may ask for: more would hammer a failing server for no gain. */
+export const MAX_ATTEMPTS = 20;
+
+/**
+ * The policy `options` asks for, field by field over the defaults (an explicit `undefined` keeps the default).
+ * Throws a `RangeError` for a `maxAttempts` that is not an integer from 1 to `MAX_ATTEMPTS`, or a delay that is
+ * not a finite number of milliseconds ≥ 0.
+ */
+export function retryPolicy(options: RetryOptions | false | undefined): Required<RetryOptions> {
+  if (options === false) return { ...DEFAULTS, maxAttempts: 1 };
+  const policy: Required<RetryOptions> = {
+    maxAttempts: options?.maxAttempts ?? DEFAULTS.maxAttempts,
+    baseDelayMs: options?.baseDelayMs ?? DEFAULTS.baseDelayMs,
+    maxDelayMs: options?.maxDelayMs ?? DEFAULTS.maxDelayMs,
+    maxRetryAfterMs: options?.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
+  };
+  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1 || policy.maxAttempts > MAX_ATTEMPTS)
+    throw new RangeError(`retry.maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS}, not ${policy.maxAttempts}`);
+  for (const field of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
+    const value = policy[field];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new RangeError(`retry.${field} must be a finite number of milliseconds ≥ 0, not ${String(value)}`);
+  }
+  return policy;
+}
 
 /** Errors of a connection that never opened: the request was not sent. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -35,22 +60,37 @@ function causeCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** A rejected fetch (no response) as a `WorksApiError` with code `network.error`; whether it was surely unsent. */
-export function networkError(err: unknown, attempts: number): { error: WorksApiError; sent: boolean } {
+/** What a call is, for its errors: a write (its outcome is unknown when sent and unanswered) and its Idempotency-Key. */
+export interface CallContext {
+  readonly write?: boolean;
+  readonly idempotencyKey?: string;
+}
+
+/**
+ * A rejected fetch (no response) as a `WorksApiError` with status 0, and whether the request may have gone out:
+ * `network.outcome_unknown` for a write that may have been sent, else `network.error`.
+ */
+export function networkError(err: unknown, attempts: number, context: CallContext = {}): { error: WorksApiError; sent: boolean } {
   const code = causeCode(err);
+  const sent = !(code && NOT_SENT.has(code));
+  const unknown = sent && context.write === true;
   const error = new WorksApiError({
     status: 0,
-    code: 'network.error',
-    message: `No response: ${(err as Error)?.message ?? String(err)}${code ? ` (${code})` : ''}`,
+    code: unknown ? 'network.outcome_unknown' : 'network.error',
+    message: `${unknown ? 'The write was sent but no answer came back; it may have taken effect' : 'No response'}: ${
+      (err as Error)?.message ?? String(err)
+    }${code ? ` (${code})` : ''}`,
     attempts,
+    requestSent: sent,
+    idempotencyKey: context.idempotencyKey,
     cause: err,
   });
-  return { error, sent: !(code && NOT_SENT.has(code)) };
+  return { error, sent };
 }
 
 function retryable(error: WorksApiError, sent: boolean, safety: Safety): boolean {
   if (error.status === 429) return true;
-  if (error.code === 'network.error') return safety === 'repeatable' || !sent;
+  if (error.status === 0) return safety === 'repeatable' || !sent;
   if (safety === 'once') return false;
   return error.status === 502 || error.status === 503 || error.status === 504 || error.code === 'idempotency.key_in_use';
 }
@@ -94,7 +134,7 @@ export async function withRetries<T>(
   attempt: Attempt<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const policy = { ...DEFAULTS, ...(options === false ? { maxAttempts: 1 } : options) };
+  const policy = retryPolicy(options);
   for (let n = 1; ; n++) {
     try {
       return await attempt(n);

@@ -1,7 +1,12 @@
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { paths } from './generated/openapi';
 import { errorFromResponse } from './errors';
-import { AttemptFailed, networkError, withRetries, type RetryOptions, type Safety } from './retry';
+import { AttemptFailed, networkError, retryPolicy, withRetries, type CallContext, type RetryOptions, type Safety } from './retry';
+
+/** A call's abort signal, and what its errors should say about it (a write, its Idempotency-Key). */
+export interface CallOptions extends CallContext {
+  readonly signal?: AbortSignal;
+}
 
 /** What every namespace of the client shares: the typed fetch client and the retry policy. */
 export interface Transport {
@@ -14,7 +19,7 @@ export interface Transport {
    * One logical call: `send` is called once per attempt (each builds its request afresh, the same
    * Idempotency-Key included), its answer's data returned, or a `WorksApiError` thrown.
    */
-  call<T>(safety: Safety, send: () => Promise<{ data?: T; error?: unknown; response: Response }>, signal?: AbortSignal): Promise<T>;
+  call<T>(safety: Safety, send: () => Promise<{ data?: T; error?: unknown; response: Response }>, options?: CallOptions): Promise<T>;
 }
 
 export interface TransportOptions {
@@ -25,6 +30,7 @@ export interface TransportOptions {
 }
 
 export function createTransport(options: TransportOptions): Transport {
+  retryPolicy(options.retry); // a RangeError now, not at the first retry
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   // looked up at call time, so a fetch replaced after the client was made (a test's interceptor) is used
   const fetchImpl: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -39,7 +45,7 @@ export function createTransport(options: TransportOptions): Transport {
     token: options.token,
     fetch: fetchImpl,
     retry: options.retry,
-    call: (safety, send, signal) =>
+    call: (safety, send, { signal, ...context } = {}) =>
       withRetries(
         options.retry,
         safety,
@@ -50,11 +56,11 @@ export function createTransport(options: TransportOptions): Transport {
           } catch (err) {
             // the caller's abort is no network failure: thrown as it is, never retried
             if (signal?.aborted) throw signal.reason;
-            const { error, sent } = networkError(err, attempt);
+            const { error, sent } = networkError(err, attempt, context);
             throw new AttemptFailed(error, sent);
           }
           if (answer.response.ok) return answer.data as never;
-          throw new AttemptFailed(errorFromResponse(answer.response, answer.error, attempt), true);
+          throw new AttemptFailed(errorFromResponse(answer.response, answer.error, attempt, context.idempotencyKey), true);
         },
         signal,
       ),

@@ -1,4 +1,4 @@
-import { WorksApiError } from './errors';
+import { RegistrationError, WorksApiError, type RegistrationStage } from './errors';
 import { AttemptFailed, networkError, withRetries } from './retry';
 import type { Transport } from './transport';
 import type {
@@ -32,7 +32,10 @@ export interface UploadOptions {
 }
 
 export interface WriteOptions {
-  /** The write's Idempotency-Key; a fresh UUID by default. Give your own to make a write idempotent across processes. */
+  /**
+   * The write's Idempotency-Key; a fresh UUID by default. Give your own to make a write idempotent across processes.
+   * A failed init's `WorksApiError` carries the key it sent as `idempotencyKey`, to give back here on a later retry.
+   */
   readonly idempotencyKey?: string;
 }
 
@@ -51,6 +54,15 @@ export interface WorkLookup {
 
 const jobIdOf = (job: string | { readonly job_id: string }) => (typeof job === 'string' ? job : job.job_id);
 const newKey = () => globalThis.crypto.randomUUID();
+
+/** Runs one step of a flow, a `WorksApiError` it throws rethrown as a `RegistrationError` saying where it stopped. */
+async function step<T, Q>(progress: { stage: RegistrationStage; jobId?: string; quote?: Q }, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw err instanceof WorksApiError ? new RegistrationError<Q>(err, progress) : err;
+  }
+}
 
 function isReplayable(audio: Audio): audio is Uint8Array | ArrayBuffer | Blob {
   return audio instanceof Uint8Array || audio instanceof ArrayBuffer || (typeof Blob !== 'undefined' && audio instanceof Blob);
@@ -77,7 +89,7 @@ export function worksApi(t: Transport) {
       try {
         response = await t.fetch(job.upload_url, init);
       } catch (err) {
-        const { error, sent } = networkError(err, attempt);
+        const { error, sent } = networkError(err, attempt, { write: true });
         throw new AttemptFailed(error, sent);
       }
       if (response.ok) return;
@@ -87,6 +99,7 @@ export function worksApi(t: Transport) {
         code: 'upload.failed',
         message: `The upload was refused: HTTP ${response.status} ${text.slice(0, 300)}`,
         attempts: attempt,
+        requestSent: true,
       });
       throw new AttemptFailed(error, true);
     });
@@ -96,7 +109,10 @@ export function worksApi(t: Transport) {
     /** Reserves an upload for a new work (spec 4.1), with an Idempotency-Key reused on every retry. */
     init: (metadata: WorkMetadata, options: WriteOptions = {}): Promise<UploadJob> => {
       const key = options.idempotencyKey ?? newKey();
-      return t.call('repeatable', () => api.POST('/v1/works/init', { body: metadata, params: { header: { 'Idempotency-Key': key } } }));
+      return t.call('repeatable', () => api.POST('/v1/works/init', { body: metadata, params: { header: { 'Idempotency-Key': key } } }), {
+        write: true,
+        idempotencyKey: key,
+      });
     },
 
     /** PUTs the audio to the job's presigned URL. */
@@ -104,54 +120,73 @@ export function worksApi(t: Transport) {
 
     /** Hashes the upload and quotes a binding price (spec 4.3); again before confirm replaces the quote. */
     prepare: (job: string | { readonly job_id: string }): Promise<RegistrationQuote> =>
-      t.call('repeatable', () => api.POST('/v1/works/prepare', { body: { job_id: jobIdOf(job) } })),
+      t.call('repeatable', () => api.POST('/v1/works/prepare', { body: { job_id: jobIdOf(job) } }), { write: true }),
 
-    /** Accepts the quote and starts the chain transaction (spec 4.4). Not retried once sent: see `Safety`. */
+    /**
+     * Accepts the quote and starts the chain transaction (spec 4.4). Not retried once sent: see `Safety`. A
+     * `network.outcome_unknown` failure may have started the transaction: see `RegistrationError`.
+     */
     confirm: (job: string | { readonly job_id: string }): Promise<TransactionHandle> =>
-      t.call('once', () => api.POST('/v1/works/confirm', { body: { job_id: jobIdOf(job) } })),
+      t.call('once', () => api.POST('/v1/works/confirm', { body: { job_id: jobIdOf(job) } }), { write: true }),
 
-    /** The whole registration: init, upload, prepare, confirm. Wait for it with `transactions.wait(transaction_id)`. */
+    /**
+     * The whole registration: init, upload, prepare, confirm. Wait for it with `transactions.wait(transaction_id)`.
+     * Throws a `RegistrationError` (`stage`, `jobId`, `quote`): never retry `register` blindly, as a second
+     * registration is charged again; resume from where it stopped.
+     */
     register: async (
       metadata: WorkMetadata,
       audio: Audio,
       options: WriteOptions & UploadOptions = {},
     ): Promise<Confirmed<RegistrationQuote>> => {
-      const job = await works.init(metadata, options);
-      await upload(job, audio, options);
-      const quote = await works.prepare(job);
-      return { ...(await works.confirm(job)), job_id: job.job_id, quote };
+      const job = await step({ stage: 'init' }, () => works.init(metadata, options));
+      const jobId = job.job_id;
+      await step({ stage: 'upload', jobId }, () => upload(job, audio, options));
+      const quote = await step({ stage: 'prepare', jobId }, () => works.prepare(jobId));
+      const handle = await step({ stage: 'confirm', jobId, quote }, () => works.confirm(jobId));
+      return { ...handle, job_id: jobId, quote };
     },
 
     versions: {
       /** Reserves a metadata-only version reusing the anchored audio (spec 4.5), idempotent like `init`. */
       init: (atsId: number, metadata: VersionMetadata, options: WriteOptions = {}): Promise<VersionJob> => {
         const key = options.idempotencyKey ?? newKey();
-        return t.call('repeatable', () =>
-          api.POST('/v1/works/{ats_id}/versions/init', {
-            body: metadata,
-            params: { ...versionPath(atsId), header: { 'Idempotency-Key': key } },
-          }),
+        return t.call(
+          'repeatable',
+          () =>
+            api.POST('/v1/works/{ats_id}/versions/init', {
+              body: metadata,
+              params: { ...versionPath(atsId), header: { 'Idempotency-Key': key } },
+            }),
+          { write: true, idempotencyKey: key },
         );
       },
       /** Reserves a version with new audio and a presigned PUT URL (spec 4.6), idempotent like `init`. */
       initUpload: (atsId: number, metadata: VersionUploadMetadata, options: WriteOptions = {}): Promise<UploadJob> => {
         const key = options.idempotencyKey ?? newKey();
-        return t.call('repeatable', () =>
-          api.POST('/v1/works/{ats_id}/versions/init-upload', {
-            body: metadata,
-            params: { ...versionPath(atsId), header: { 'Idempotency-Key': key } },
-          }),
+        return t.call(
+          'repeatable',
+          () =>
+            api.POST('/v1/works/{ats_id}/versions/init-upload', {
+              body: metadata,
+              params: { ...versionPath(atsId), header: { 'Idempotency-Key': key } },
+            }),
+          { write: true, idempotencyKey: key },
         );
       },
       /** Quotes a version (spec 4.7). */
       prepare: (atsId: number, job: string | { readonly job_id: string }): Promise<VersionQuote> =>
-        t.call('repeatable', () =>
-          api.POST('/v1/works/{ats_id}/versions/prepare', { body: { job_id: jobIdOf(job) }, params: versionPath(atsId) }),
+        t.call(
+          'repeatable',
+          () => api.POST('/v1/works/{ats_id}/versions/prepare', { body: { job_id: jobIdOf(job) }, params: versionPath(atsId) }),
+          { write: true },
         ),
       /** Accepts a version quote (spec 4.7). Not retried once sent. */
       confirm: (atsId: number, job: string | { readonly job_id: string }): Promise<TransactionHandle> =>
-        t.call('once', () =>
-          api.POST('/v1/works/{ats_id}/versions/confirm', { body: { job_id: jobIdOf(job) }, params: versionPath(atsId) }),
+        t.call(
+          'once',
+          () => api.POST('/v1/works/{ats_id}/versions/confirm', { body: { job_id: jobIdOf(job) }, params: versionPath(atsId) }),
+          { write: true },
         ),
       /** Every finalized version of the work, oldest first. */
       list: (atsId: number, lookup: WorkLookup = {}): Promise<WorkVersions> =>
@@ -160,7 +195,7 @@ export function worksApi(t: Transport) {
 
     /**
      * The whole version flow: metadata only (`init`) without audio, else `initUpload` (metadata with a filename)
-     * and the upload; then prepare and confirm.
+     * and the upload; then prepare and confirm. Throws a `RegistrationError` like `register`.
      */
     addVersion: async (
       atsId: number,
@@ -170,16 +205,17 @@ export function worksApi(t: Transport) {
     ): Promise<Confirmed<VersionQuote>> => {
       let jobId: string;
       if (audio === undefined) {
-        jobId = (await works.versions.init(atsId, metadata, options)).job_id;
+        jobId = (await step({ stage: 'init' }, () => works.versions.init(atsId, metadata, options))).job_id;
       } else {
         if (!('filename' in metadata) || typeof metadata.filename !== 'string')
           throw new TypeError('a version with new audio needs a filename');
-        const job = await works.versions.initUpload(atsId, metadata, options);
-        await upload(job, audio, options);
+        const job = await step({ stage: 'init' }, () => works.versions.initUpload(atsId, metadata as VersionUploadMetadata, options));
         jobId = job.job_id;
+        await step({ stage: 'upload', jobId }, () => upload(job, audio, options));
       }
-      const quote = await works.versions.prepare(atsId, jobId);
-      return { ...(await works.versions.confirm(atsId, jobId)), job_id: jobId, quote };
+      const quote = await step({ stage: 'prepare', jobId }, () => works.versions.prepare(atsId, jobId));
+      const handle = await step({ stage: 'confirm', jobId, quote }, () => works.versions.confirm(atsId, jobId));
+      return { ...handle, job_id: jobId, quote };
     },
 
     /** The organization's works, newest first, page after page as it is iterated (spec 4.8). */

@@ -9,6 +9,7 @@ import { startTestWorkers, type TestWorkers } from '../../test/helpers/workers';
 import type { Config } from '../../shared/config';
 import { createClient, WorksApiError } from '../src';
 import { retryAfterMs } from '../src/errors';
+import { MAX_ATTEMPTS, retryPolicy } from '../src/retry';
 
 /** A local port with nothing listening: a connection to it is refused, so no request is ever sent. */
 async function closedPort(): Promise<number> {
@@ -31,7 +32,7 @@ describe('@works-api/client: edges of retries and tracking', () => {
       retry: { maxAttempts: 3, baseDelayMs: 1 },
     });
     const error = await client.works.confirm(randomUUID()).catch((err: unknown) => err);
-    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 3 });
+    expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 3, requestSent: false });
     expect((error as WorksApiError).message).to.include('ECONNREFUSED');
   });
 
@@ -94,5 +95,39 @@ describe('@works-api/client: Retry-After', () => {
     expect(retryAfterMs('Wed, 31 Dec 2025 23:59:00 GMT', now)).to.equal(0);
     expect(retryAfterMs('soon', now)).to.equal(undefined);
     expect(retryAfterMs(null, now)).to.equal(undefined);
+  });
+
+  it('reads junk as no Retry-After, never as a zero wait', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    for (const junk of ['1.5', '-1', '+3', '1e3', '0x10', '5 seconds', '', '   ', '2026-01-01T00:00:30Z', 'Thursday'])
+      expect(retryAfterMs(junk, now), junk).to.equal(undefined);
+  });
+});
+
+describe('@works-api/client: the retry policy', () => {
+  it('keeps a default for an explicit undefined, field by field', () => {
+    expect(retryPolicy({ maxAttempts: undefined, baseDelayMs: 7 })).to.deep.equal({
+      maxAttempts: 5,
+      baseDelayMs: 7,
+      maxDelayMs: 10_000,
+      maxRetryAfterMs: 60_000,
+    });
+    expect(retryPolicy(false).maxAttempts).to.equal(1);
+    expect(retryPolicy(undefined).maxAttempts).to.equal(5);
+    expect(retryPolicy({ maxAttempts: MAX_ATTEMPTS, baseDelayMs: 0 })).to.include({ maxAttempts: MAX_ATTEMPTS, baseDelayMs: 0 });
+  });
+
+  it('throws a RangeError for attempts that are not an integer from 1 to 20 and delays that are not finite ≥ 0', () => {
+    for (const maxAttempts of [0, -1, 1.5, NaN, Infinity, MAX_ATTEMPTS + 1])
+      expect(() => retryPolicy({ maxAttempts }), String(maxAttempts)).to.throw(RangeError, /maxAttempts/);
+    for (const field of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const)
+      for (const value of [NaN, Infinity, -1])
+        expect(() => retryPolicy({ [field]: value }), `${field} ${value}`).to.throw(RangeError, new RegExp(field));
+  });
+
+  it('createClient throws the RangeError at once, before any request', () => {
+    expect(() => createClient({ baseUrl: 'http://127.0.0.1:1', token: 'wrk_live_x', retry: { maxAttempts: Infinity } })).to.throw(
+      RangeError,
+    );
   });
 });

@@ -18,15 +18,16 @@ export interface CuttingProxy {
  * A TCP proxy in front of `target` that passes every connection through, except that for the first `cut`
  * connections it reads the upstream's whole answer and then closes the client's socket without passing any of it
  * on: the server did the work, the client saw the connection drop. One request per connection is assumed for the
- * cut ones (a fresh client's first request opens a fresh connection).
+ * cut ones (a fresh client's first request opens a fresh connection). `cut` may instead pick the requests to cut by
+ * their head (request line and headers): the connection carrying such a request is cut after its answer.
  */
-export async function cuttingProxy(target: string, cut = 1): Promise<CuttingProxy> {
+export async function cuttingProxy(target: string, cut: number | ((head: string) => boolean) = 1): Promise<CuttingProxy> {
   const { hostname, port } = new URL(target);
   const seen: Seen[] = [];
   let connections = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
-    const cutting = connections++ < cut;
+    let cutting = typeof cut === 'number' && connections++ < cut;
     const upstream = net.connect(Number(port), hostname);
     sockets.add(client).add(upstream);
     client.on('close', () => sockets.delete(client));
@@ -50,6 +51,7 @@ export async function cuttingProxy(target: string, cut = 1): Promise<CuttingProx
         const head = request.subarray(0, end).toString('latin1');
         request = request.subarray(end + 4);
         bodyLeft = Number(head.match(/^content-length:\s*(\d+)/im)?.[1] ?? 0);
+        if (typeof cut === 'function' && cut(head)) cutting = true;
         const answer = new Promise<string>((resolve) => (answered = resolve));
         seen.push({ head, answer, header: (name) => head.match(new RegExp(`^${name}:\\s*(.*)$`, 'im'))?.[1]?.trim() });
       }

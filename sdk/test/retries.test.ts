@@ -6,7 +6,7 @@ import { createKey, createOrg } from '../../test/helpers/factories';
 import { configWith } from '../../test/helpers/services';
 import { startTestWorkers, useStack } from '../../test/helpers/workers';
 import { jobStore } from '../../shared/registration/service';
-import { createClient, WorksApiError } from '../src';
+import { createClient, RegistrationError, WorksApiError, type RegistrationQuote } from '../src';
 import { cuttingProxy } from './proxy';
 import { sineWav } from './audio';
 
@@ -32,7 +32,7 @@ function recordingFetch(onResponse: (response: Response) => void = () => undefin
 describe('@works-api/client: retries done right (contract §1, §4, §9)', function () {
   this.timeout(120_000);
 
-  describe('through a proxy that drops the first connection after the server answered', () => {
+  describe('through a proxy that drops a connection after the server answered', () => {
     const stack = useStack({ queues: ['prepare', 'chain'] });
 
     it('a retried init carries the same Idempotency-Key and creates one job', async () => {
@@ -58,7 +58,7 @@ describe('@works-api/client: retries done right (contract §1, §4, §9)', funct
       }
     });
 
-    it('a confirm whose connection dropped is not sent again: the network error is thrown', async () => {
+    it('a confirm whose connection dropped is not sent again: network.outcome_unknown is thrown, requestSent', async () => {
       const key = await createKey(stack.app.context, await createOrg(stack.app.context));
       const direct = createClient({ baseUrl: stack.app.url, token: key.token });
       const job = await direct.works.init(metadata);
@@ -69,10 +69,63 @@ describe('@works-api/client: retries done right (contract §1, §4, §9)', funct
       try {
         const client = createClient({ baseUrl: proxy.url, token: key.token, retry: { baseDelayMs: 10 } });
         const error = await client.works.confirm(job).catch((err: unknown) => err);
-        expect(error).to.be.instanceOf(WorksApiError).and.include({ status: 0, code: 'network.error', attempts: 1 });
+        expect(error)
+          .to.be.instanceOf(WorksApiError)
+          .and.include({ status: 0, code: 'network.outcome_unknown', attempts: 1, requestSent: true });
         expect(proxy.seen).to.have.length(1);
         // the server did confirm it: a second confirm would have hidden the transaction behind a 404
         expect(await proxy.seen[0]!.answer).to.match(/^HTTP\/1\.1 202/);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('throws a RegistrationError at stage confirm with the job and quote, requestSent, once; the job is confirmed', async () => {
+      const key = await createKey(stack.app.context, await createOrg(stack.app.context));
+      const proxy = await cuttingProxy(stack.app.url, (head) => head.startsWith('POST /v1/works/confirm '));
+      try {
+        const client = createClient({ baseUrl: proxy.url, token: key.token, retry: { baseDelayMs: 10 } });
+        const error = await client.works.register(metadata, sineWav(1)).catch((err: unknown) => err);
+        expect(error).to.be.instanceOf(RegistrationError).and.instanceOf(WorksApiError);
+        const failed = error as RegistrationError<RegistrationQuote>;
+        expect(failed).to.include({ status: 0, code: 'network.outcome_unknown', requestSent: true, stage: 'confirm', attempts: 1 });
+        expect(failed.cause).to.be.instanceOf(WorksApiError);
+        const confirms = proxy.seen.filter((s) => s.head.startsWith('POST /v1/works/confirm '));
+        expect(confirms).to.have.length(1);
+        expect(confirms[0]!.head).to.not.equal(undefined);
+        const answer = await confirms[0]!.answer;
+        expect(answer).to.match(/^HTTP\/1\.1 202/);
+        // the job it names is the one the server confirmed, with the quote prepare answered
+        const initAnswer = await proxy.seen.find((s) => s.head.startsWith('POST /v1/works/init '))!.answer;
+        expect(failed.jobId).to.equal(JSON.parse(initAnswer.slice(initAnswer.indexOf('\r\n\r\n') + 4)).job_id);
+        expect(failed.quote?.is_valid).to.equal(true);
+        // confirming again is what the error warns against: the job is no longer prepared
+        const again = await createClient({ baseUrl: stack.app.url, token: key.token })
+          .works.confirm(failed.jobId!)
+          .catch((err: unknown) => err);
+        expect(again).to.be.instanceOf(WorksApiError).and.include({ status: 404, code: 'registration.prepared_not_found' });
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('an init that fails carries its Idempotency-Key, stage init and no job', async () => {
+      const key = await createKey(stack.app.context, await createOrg(stack.app.context));
+      const proxy = await cuttingProxy(stack.app.url, (head) => head.startsWith('POST /v1/works/init '));
+      try {
+        // one attempt: the dropped init is not retried, so its outcome is unknown
+        const client = createClient({ baseUrl: proxy.url, token: key.token, retry: false });
+        const error = await client.works.register(metadata, sineWav(1)).catch((err: unknown) => err);
+        expect(error).to.be.instanceOf(RegistrationError).and.include({ code: 'network.outcome_unknown', stage: 'init', jobId: undefined });
+        const sentKey = proxy.seen[0]!.header('idempotency-key');
+        expect(sentKey).to.match(/^[0-9a-f-]{36}$/);
+        expect((error as RegistrationError).idempotencyKey).to.equal(sentKey);
+        // reusing it is the application-level retry: the same job comes back
+        const cutAnswer = await proxy.seen[0]!.answer;
+        const job = await createClient({ baseUrl: stack.app.url, token: key.token }).works.init(metadata, {
+          idempotencyKey: (error as RegistrationError).idempotencyKey,
+        });
+        expect(job.job_id).to.equal(JSON.parse(cutAnswer.slice(cutAnswer.indexOf('\r\n\r\n') + 4)).job_id);
       } finally {
         await proxy.close();
       }

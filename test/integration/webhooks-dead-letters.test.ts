@@ -98,6 +98,22 @@ describe('dead letters and Bull Board', function () {
     expect(asset.status).to.equal(200);
   });
 
+  it('serves a board page that loads nothing from another origin and still renders its app root', async () => {
+    const page = await call(app.url, 'GET', BOARD, { headers: basic(OPERATOR.user, OPERATOR.password) });
+    expect(page.status).to.equal(200);
+    // every resource the page names (script src, link href, CSS @import) is of the service's own origin
+    const external = [
+      ...page.text.matchAll(/\b(?:src|href)\s*=\s*["']?((?:https?:)?\/\/[^"'\s>]+)/gi),
+      ...page.text.matchAll(/@import\s+(?:url\()?\s*["']?((?:https?:)?\/\/[^"')\s;]+)/gi),
+    ].map((m) => m[1]);
+    expect(external).to.deep.equal([]);
+    expect(page.text).to.not.match(/fonts\.(googleapis|gstatic)\.com/);
+    // the app still mounts: its root, its stylesheet and its scripts are there
+    expect(page.text).to.include('<div id="root">');
+    expect(page.text).to.match(/<link href="static\/css\/main\.[^"]+\.css" rel="stylesheet">/);
+    expect(page.text).to.match(/<script defer src="static\/js\/main\.[^"]+\.js"><\/script>/);
+  });
+
   it('with OPERATOR_ORG_IDS, opens only to the operator-role tokens of those organizations', async () => {
     const [operators, partner] = [await createOrg(app.context), await createOrg(app.context)];
     const restricted = await startApp(configWith({ OPERATOR_ORG_IDS: operators }));

@@ -38,6 +38,18 @@ const BOARD_CSP = [
 ].join('; ');
 
 /**
+ * A `<link>` of Bull Board's page that loads something from another origin: its template (index.ejs of
+ * @bull-board/ui) links the IBM Plex fonts from fonts.googleapis.com, which BOARD_CSP refuses (a console error
+ * on every load). The package ships no font files to serve instead; the board falls back to the system sans-serif.
+ */
+const EXTERNAL_LINK = /<link\b[^>]*\bhref=["']?(?:https?:)?\/\/[^>]*>\s*/gi;
+
+/** The page's HTML without its links to other origins (its own links are relative to `<base href>`). */
+export function withoutExternalLinks(html: string): string {
+  return html.replace(EXTERNAL_LINK, '');
+}
+
+/**
  * Bull Board at /admin/queues, every queue (the dead letters included), behind the operator check: its page,
  * static files and JSON API alike. Retrying a dead letter there sends the delivery again.
  */
@@ -57,6 +69,9 @@ export function queuesBoard(app: Resources, verifyAdmin: AdminVerifier): Middlew
     await authenticate(ctx, async () => {
       ctx.set('Content-Security-Policy', BOARD_CSP);
       await board(ctx, next);
+      // the page is rendered by the package's own template, so it is cleaned as served rather than replaced by a
+      // copy that would go stale with each release's hashed asset names
+      if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = withoutExternalLinks(ctx.body);
     });
   };
 }

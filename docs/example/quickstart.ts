@@ -3,15 +3,37 @@
  * the client library `@works-api/client` (sdk/). Creates an organization (operator CLI) and an API key (admin
  * API), registers a generated audio file, follows it over the WebSocket, receives and verifies the webhook,
  * adds a version, lists works and downloads the certificate.
+ *
+ * Usage: `npm run example -- [--base-url URL]`; without the flag, WORKS_API_URL, else http://127.0.0.1:$PORT
+ * (PORT defaults to 3000).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { createClient, verifyWebhook, type Work } from '@works-api/client';
 
-const BASE = process.env.WORKS_API_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
+const USAGE = 'usage: npm run example -- [--base-url URL]  (default: $WORKS_API_URL, else http://127.0.0.1:$PORT, PORT 3000)';
+
+/** The service's URL: `--base-url`, else the environment's; an unknown flag prints the usage and exits 2. */
+function baseUrl(): string {
+  let values: { 'base-url'?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ options: { 'base-url': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  return (values['base-url'] ?? process.env.WORKS_API_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
+}
+
+const BASE = baseUrl();
 const ROOT = path.resolve(__dirname, '../..');
 const step = (n: number, text: string) => process.stdout.write(`\n${n}. ${text}\n`);
 const show = (text: string) => process.stdout.write(`   ${text}\n`);
@@ -75,8 +97,9 @@ async function main(): Promise<void> {
   process.stdout.write(`works-api example against ${BASE}\n`);
   const ready = await fetch(`${BASE}/readyz`)
     .then((r) => r.json() as Promise<{ status: string }>)
-    .catch(() => undefined);
-  if (ready?.status !== 'ready') throw new Error(`the service at ${BASE} is not ready: start it with \`npm run dev\` first`);
+    .catch((err: Error & { cause?: { code?: string; message?: string } }) => ({ status: err.cause?.code ?? err.cause?.message ?? err.message }));
+  if (ready?.status !== 'ready')
+    throw new Error(`the service at ${BASE} is not ready (${ready?.status}): start it with \`npm run dev\`, or pass --base-url`);
 
   step(1, 'An organization with 10,000 credits (operator CLI)');
   const org = admin('org', 'create', '--name', `Example ${new Date().toISOString()}`, '--credits', '10000');
@@ -113,6 +136,12 @@ async function main(): Promise<void> {
     onUpdate: (tx) => show(`  ${tx.progress}% ${tx.current_step} (${tx.status})`),
   });
   show(`transaction ${tracked.status}`);
+  if (tracked.status === 'failed') {
+    // nothing was registered: no webhook of success, no work to add a version to; the reason is the transaction's
+    const error = tracked.result && 'error' in tracked.result ? tracked.result.error : { code: 'unknown', message: 'no reason given' };
+    process.stderr.write(`registration failed: ${error.code}: ${error.message} (transaction ${tracked.transaction_id})\n`);
+    process.exit(1);
+  }
 
   step(4, 'Wait for the signed webhook and verify it');
   const registered = await hooks.next();

@@ -97,7 +97,9 @@ async function main(): Promise<void> {
   process.stdout.write(`works-api example against ${BASE}\n`);
   const ready = await fetch(`${BASE}/readyz`)
     .then((r) => r.json() as Promise<{ status: string }>)
-    .catch((err: Error & { cause?: { code?: string; message?: string } }) => ({ status: err.cause?.code ?? err.cause?.message ?? err.message }));
+    .catch((err: Error & { cause?: { code?: string; message?: string } }) => ({
+      status: err.cause?.code ?? err.cause?.message ?? err.message,
+    }));
   if (ready?.status !== 'ready')
     throw new Error(`the service at ${BASE} is not ready (${ready?.status}): start it with \`npm run dev\`, or pass --base-url`);
 

@@ -11,14 +11,17 @@ import { createWebApp } from '../../web/app';
 const ROOT = path.resolve(__dirname, '../..');
 
 /** `npm run example` as a newcomer runs it: its own process, with the run's settings so its operator CLI reaches our database. */
-function example(args: string[], env: Record<string, string | undefined> = testServices().env): Promise<{ code: number; stdout: string; stderr: string }> {
+function example(
+  args: string[],
+  env: Record<string, string | undefined> = testServices().env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', 'docs/example/quickstart.ts', ...args],
       // the CLI reads .data/dev.env only for what the environment lacks: the harness's settings win
       { cwd: ROOT, env: { ...process.env, ...env, WORKS_API_URL: 'http://127.0.0.1:1' }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? -1 : 0, stdout, stderr }),
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -94,8 +97,13 @@ describe('npm run example', function () {
       app = await startApp(configWith(env));
       jwks.on('request', createWebApp(app.context).callback());
       const preparer = await startTestWorkers(configWith(env), ['prepare']);
-      const chain = await startTestWorkers(configWith({ ...env, RELAYER_SEED_TESTNET: '//NobodyFundedThis', CHAIN_GIVE_UP_AFTER: '4' }), ['chain']);
-      stops.push(() => preparer.stop(), () => chain.stop());
+      const chain = await startTestWorkers(configWith({ ...env, RELAYER_SEED_TESTNET: '//NobodyFundedThis', CHAIN_GIVE_UP_AFTER: '4' }), [
+        'chain',
+      ]);
+      stops.push(
+        () => preparer.stop(),
+        () => chain.stop(),
+      );
     });
     after(async () => {
       for (const stop of stops) await stop();

@@ -45,7 +45,7 @@ const BOARD_CSP = [
 const EXTERNAL_LINK = /<link\b[^>]*\bhref=["']?(?:https?:)?\/\/[^>]*>\s*/gi;
 
 /** The page's HTML without its links to other origins (its own links are relative to `<base href>`). */
-export function withoutExternalLinks(html: string): string {
+function withoutExternalLinks(html: string): string {
   return html.replace(EXTERNAL_LINK, '');
 }
 

@@ -1,52 +1,90 @@
+import { createHash, createHmac } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { getSignedUrl, S3RequestPresigner } from '@aws-sdk/s3-request-presigner';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Storage } from './s3';
 
 interface Endpoint {
-  readonly protocol: string;
-  readonly hostname: string;
-  readonly port: number | undefined;
+  readonly origin: string;
+  readonly host: string;
   /** The path before the object key: `/bucket/` (path style) or `/` (virtual-hosted). */
   readonly keyPrefix: string;
-  /** Query parameters the SDK adds besides the signature's (x-id). */
-  readonly query: Record<string, string>;
-  readonly presigner: S3RequestPresigner;
+  /** Query parameters the SDK adds besides the signature's (x-id), escaped. */
+  readonly query: readonly (readonly [string, string])[];
+  readonly region: string;
+  readonly service: string;
 }
 
+interface SigningKey {
+  readonly secret: string;
+  readonly day: string;
+  readonly key: Buffer;
+}
+
+const ALGORITHM = 'AWS4-HMAC-SHA256';
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+/** SigV4's own limit on a presigned URL's life. */
+const MAX_EXPIRES_S = 7 * 24 * 3600;
+
 /**
- * Presigned PUT URLs of one bucket without running the S3 client's middleware stack per URL. The SDK's
- * getSignedUrl resolves the endpoint and builds the whole command on every call, about 0.25 ms of CPU (a
- * quarter of an init request, `npm run bench -- api`); the endpoint depends only on the bucket, so it is taken
- * once from a URL getSignedUrl made, and each URL is then a single SigV4 presign of the same request the SDK
- * builds. The URLs are the SDK's own (test/unit/presign.test.ts).
+ * Presigned PUT URLs of one bucket, signed here with SigV4 (query-string authentication) instead of by the SDK
+ * per URL. The SDK's getSignedUrl builds and runs the S3 client's whole middleware stack on every call, and even
+ * its bare signer (`S3RequestPresigner.presign`) clones the request and hashes the credentials to find its
+ * cached signing key: 20–25 µs of an init's ~220 µs of CPU (`npm run bench -- api`, profile). Signing one PUT
+ * with `host` as its only signed header is one SHA-256 and one HMAC once the day's signing key is known, so
+ * this class does just that, with what depends only on the bucket (endpoint, region, service, the SDK's extra
+ * query parameters) read once from a URL getSignedUrl made. The URLs are byte for byte the SDK's
+ * (test/unit/presign.test.ts compares them, with and without a session token, across a change of
+ * credentials and of day). Credentials are asked of the client's provider on every URL, so rotation holds.
  */
 export class PutPresigner {
   private endpoint: Promise<Endpoint> | undefined;
+  private signingKey: SigningKey | undefined;
 
   constructor(private readonly storage: Storage) {}
 
-  async url(key: string, expiresIn: number, signingDate?: Date): Promise<string> {
+  async url(key: string, expiresIn: number, signingDate = new Date()): Promise<string> {
+    if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES_S) {
+      throw new RangeError(`a presigned URL lives 1 to ${MAX_EXPIRES_S} seconds, not ${expiresIn}`);
+    }
     const endpoint = await (this.endpoint ??= this.resolve().catch((err) => {
       this.endpoint = undefined;
       throw err;
     }));
+    const credentials = await this.storage.client.config.credentials();
+    const amzDate = signingDate
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d{3}/, ''); // 20261126T121517Z
+    const day = amzDate.slice(0, 8);
+    const scope = `${day}/${endpoint.region}/${endpoint.service}/aws4_request`;
     const path = endpoint.keyPrefix + key.split('/').map(escapeUri).join('/');
-    const request = {
-      method: 'PUT',
-      protocol: endpoint.protocol,
-      hostname: endpoint.hostname,
-      port: endpoint.port,
-      path,
-      query: { ...endpoint.query },
-      headers: { host: endpoint.port !== undefined ? `${endpoint.hostname}:${endpoint.port}` : endpoint.hostname },
-    };
-    const signed = await endpoint.presigner.presign(request as never, { expiresIn, ...(signingDate ? { signingDate } : {}) });
-    const query = signed.query as Record<string, string>;
-    const search = Object.keys(query)
-      .sort()
-      .map((k) => `${escapeUri(k)}=${escapeUri(query[k]!)}`)
-      .join('&');
-    return `${endpoint.protocol}//${request.headers.host}${path}?${search}`;
+    const query: (readonly [string, string])[] = [
+      ['X-Amz-Algorithm', ALGORITHM],
+      ['X-Amz-Content-Sha256', UNSIGNED_PAYLOAD],
+      ['X-Amz-Credential', escapeUri(`${credentials.accessKeyId}/${scope}`)],
+      ['X-Amz-Date', amzDate],
+      ['X-Amz-Expires', String(expiresIn)],
+      ['X-Amz-SignedHeaders', 'host'],
+      ...endpoint.query,
+    ];
+    if (credentials.sessionToken) query.push(['X-Amz-Security-Token', escapeUri(credentials.sessionToken)]);
+    const canonical = `PUT\n${path}\n${search(query)}\nhost:${endpoint.host}\n\nhost\n${UNSIGNED_PAYLOAD}`;
+    const toSign = `${ALGORITHM}\n${amzDate}\n${scope}\n${createHash('sha256').update(canonical).digest('hex')}`;
+    const signature = createHmac('sha256', this.keyFor(credentials.secretAccessKey, day, endpoint))
+      .update(toSign)
+      .digest('hex');
+    query.push(['X-Amz-Signature', signature]);
+    return `${endpoint.origin}${path}?${search(query)}`;
+  }
+
+  /** The day's signing key (four HMACs), kept until the day or the secret changes. */
+  private keyFor(secret: string, day: string, endpoint: Endpoint): Buffer {
+    const kept = this.signingKey;
+    if (kept && kept.secret === secret && kept.day === day) return kept.key;
+    const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
+    const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day), endpoint.region), endpoint.service), 'aws4_request');
+    this.signingKey = { secret, day, key };
+    return key;
   }
 
   /** The endpoint, signing region and service of this bucket, read from one URL the SDK presigned. */
@@ -58,17 +96,21 @@ export class PutPresigner {
     if (!sample.pathname.endsWith(`/${probe}`)) throw new Error(`unexpected presigned URL layout: ${sample.pathname}`);
     const [, , region, service] = (sample.searchParams.get('X-Amz-Credential') ?? '').split('/');
     if (!region || !service) throw new Error('presigned URL without a credential scope');
-    const query: Record<string, string> = {};
-    for (const [k, v] of sample.searchParams) if (!k.startsWith('X-Amz-')) query[k] = v;
-    return {
-      protocol: sample.protocol,
-      hostname: sample.hostname,
-      port: sample.port ? Number(sample.port) : undefined,
-      keyPrefix: sample.pathname.slice(0, -probe.length),
-      query,
-      presigner: new S3RequestPresigner({ ...this.storage.client.config, signingName: service, region: async () => region }),
-    };
+    if (sample.searchParams.get('X-Amz-SignedHeaders') !== 'host') {
+      throw new Error(`presigned URL signs more than its host: ${sample.searchParams.get('X-Amz-SignedHeaders')}`);
+    }
+    const query: [string, string][] = [];
+    for (const [k, v] of sample.searchParams) if (!k.startsWith('X-Amz-')) query.push([escapeUri(k), escapeUri(v)]);
+    return { origin: sample.origin, host: sample.host, keyPrefix: sample.pathname.slice(0, -probe.length), query, region, service };
   }
+}
+
+/** A query string of escaped pairs in SigV4's order (by name, code unit by code unit), as the SDK writes it too. */
+function search(query: (readonly [string, string])[]): string {
+  return query
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
 }
 
 /** RFC 3986 escaping, as the SDK escapes object keys and query values. */

@@ -1,33 +1,64 @@
 import { expect } from 'chai';
 import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { AwsCredentialIdentity } from '@aws-sdk/types';
 import { PutPresigner } from '../../shared/storage/presign';
 
 describe('PutPresigner', () => {
   const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
   const signingDate = new Date('2026-11-22T10:00:00Z');
+  const keys = ['audio/7d1c2a4e-0b7e-4c55-9a51-3f1b2f0c9d11/5b0c8b52-2f0e-4a8e-8f5a-1c2d3e4f5a6b', "odd keys/with spaces+(and)!*'~é"];
+  // what the service configures (shared/storage/s3.ts): no checksum parameters in presigned URLs
+  const options = { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } as const;
+
+  const sdkUrl = (client: S3Client, key: string, date: Date) =>
+    getSignedUrl(client, new PutObjectCommand({ Bucket: 'works-audio', Key: key }), { expiresIn: 600, signingDate: date });
+
+  /** The URLs must be equal as strings: a partner's HTTP client sends what it is given. */
+  async function expectSame(client: S3Client, presigner: PutPresigner, date = signingDate): Promise<void> {
+    for (const key of keys) expect(await presigner.url(key, 600, date)).to.equal(await sdkUrl(client, key, date));
+  }
+
   const cases = [
     {
       name: 'path style, custom endpoint',
-      client: new S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:4569', forcePathStyle: true, credentials }),
+      client: new S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:4569', forcePathStyle: true, credentials, ...options }),
     },
-    { name: 'virtual-hosted AWS', client: new S3Client({ region: 'eu-west-3', credentials }) },
+    { name: 'virtual-hosted AWS', client: new S3Client({ region: 'eu-west-3', credentials, ...options }) },
+    {
+      name: 'temporary credentials (a session token)',
+      client: new S3Client({ region: 'eu-west-3', credentials: { ...credentials, sessionToken: 'FwoGZXIvYXdzE/+=token' }, ...options }),
+    },
+    { name: 'the SDK default checksum parameters', client: new S3Client({ region: 'us-east-1', credentials }) },
   ];
   for (const { name, client } of cases) {
     it(`makes the URL the SDK's getSignedUrl makes (${name})`, async () => {
-      const presigner = new PutPresigner({ client, bucket: 'works-audio' });
-      for (const key of [
-        'audio/7d1c2a4e-0b7e-4c55-9a51-3f1b2f0c9d11/5b0c8b52-2f0e-4a8e-8f5a-1c2d3e4f5a6b',
-        "odd keys/with spaces+(and)!*'",
-      ]) {
-        const sdk = new URL(
-          await getSignedUrl(client, new PutObjectCommand({ Bucket: 'works-audio', Key: key }), { expiresIn: 600, signingDate }),
-        );
-        const ours = new URL(await presigner.url(key, 600, signingDate));
-        expect(ours.origin).to.equal(sdk.origin);
-        expect(ours.pathname).to.equal(sdk.pathname);
-        expect(Object.fromEntries(ours.searchParams)).to.deep.equal(Object.fromEntries(sdk.searchParams));
-      }
+      await expectSame(client, new PutPresigner({ client, bucket: 'works-audio' }));
     });
   }
+
+  it('signs with the credentials the client holds now, and with a new day key after midnight', async () => {
+    // credentials about to expire: the SDK's provider asks again on every call (as it does for rotating roles)
+    const expiration = new Date(Date.now() + 60_000);
+    let current: AwsCredentialIdentity = { ...credentials, expiration };
+    const client = new S3Client({ region: 'eu-west-3', credentials: async () => current, ...options });
+    const presigner = new PutPresigner({ client, bucket: 'works-audio' });
+    await expectSame(client, presigner);
+    current = { accessKeyId: 'AKIDROTATED', secretAccessKey: 'rotated/secret+key', sessionToken: 'rotated', expiration };
+    await expectSame(client, presigner);
+    await expectSame(client, presigner, new Date('2026-11-23T00:00:01Z'));
+    const url = new URL(await presigner.url(keys[0]!, 600, signingDate));
+    expect(url.searchParams.get('X-Amz-Credential')).to.equal('AKIDROTATED/20261122/eu-west-3/s3/aws4_request');
+  });
+
+  it('refuses a life SigV4 cannot sign', async () => {
+    const presigner = new PutPresigner({ client: cases[0]!.client, bucket: 'works-audio' });
+    for (const expiresIn of [0, -1, 1.5, 7 * 24 * 3600 + 1]) {
+      const error = await presigner.url(keys[0]!, expiresIn).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error, String(expiresIn)).to.be.instanceOf(RangeError);
+    }
+  });
 });

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * One transaction per job id (contract §4: a job is confirmed once). Confirm's Redis state is the fast path;
+ * One transaction per job id (docs/api.md#job-states: a job is confirmed once). Confirm's Redis state is the fast path;
  * this constraint is what holds when Redis was emptied or a confirm's process died between its debit and its
  * state move. Backfilled from the stored quote; where a job was confirmed twice before this (the re-prepare
  * bug), the first transaction keeps the job id.

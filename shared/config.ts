@@ -60,7 +60,7 @@ export interface Config {
   readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
   readonly webhooks: {
     readonly allowHttp: boolean;
-    /** Seconds to wait before each retry (contract §7). */
+    /** Seconds to wait before each retry (docs/api.md#delivery-and-retries). */
     readonly retrySchedule: readonly number[];
     readonly timeoutMs: number;
     /** Deliver to private, loopback, link-local… addresses (development and tests only): no SSRF check. */

@@ -1,5 +1,5 @@
 /**
- * One error type for everything a client may be told. `code` is stable (contract §1); the HTTP status
+ * One error type for everything a client may be told. `code` is stable (docs/api.md#errors); the HTTP status
  * follows from it. Domain services throw these; the web's error middleware maps them to the envelope.
  */
 export const ERROR_STATUS = {

@@ -16,7 +16,7 @@ import type { Network } from './webhook-events';
 export interface RemarkAnchor {
   readonly action: 'register' | 'update';
   readonly network: Network;
-  /** The commitment protocol version (1: contract §5). */
+  /** The commitment protocol version (1: docs/api.md#the-commitment). */
   readonly protocolVersion: number;
   readonly atsId: number;
   /** The version anchored; the registration is 1. */
@@ -160,7 +160,7 @@ export function decodeRemarkAnchor(remark: Uint8Array | string): RemarkAnchor {
  * In order: the genesis hash is 32 bytes; `expected.owner` is a key (or an ss58 address); `verifySignature`
  * or `unsafeSkipSignature` was given; the payload is a layout-1 anchor whose action agrees with its version;
  * its commitment protocol is 1; its owner key is `expected.owner`; it names `network`, `atsId` and
- * `version` when you give them; its commitment is the one recomputed (contract §5) from your audio and
+ * `version` when you give them; its commitment is the one recomputed (docs/api.md#the-commitment) from your audio and
  * metadata; and the owner's sr25519 signature holds over bytes 0–83 ‖ `genesisHash`.
  *
  * What a success proves: the holder of `expected.owner`'s key signed this commitment of this audio and

@@ -27,10 +27,10 @@ export interface WorksClient {
   readonly works: WorksApi;
   readonly transactions: TransactionsApi;
   readonly sessions: {
-    /** A one-hour read-only session token bound to an end-user ref (an API key with `works:read`; contract §8). */
+    /** A one-hour read-only session token bound to an end-user ref (an API key with `works:read`; docs/api.md#sessions). */
     create(externalUserRef: string): Promise<Session>;
   };
-  /** Key management (spec 4.13): the client's token must be an administrator's identity token for the organization. */
+  /** Key management (docs/api.md#api-key-management): the client's token must be an administrator's identity token for the organization. */
   readonly apiKeys: {
     /** Creates a key; its `token` and `webhook_secret` are shown this once. Not retried once sent (a second key). */
     create(organizationId: string, key: NewApiKey): Promise<CreatedApiKey>;

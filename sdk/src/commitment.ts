@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The commitment of protocol version 1 (contract §5), computed here from the contract's text alone so that a
+ * The commitment of protocol version 1 (docs/api.md#the-commitment), computed here from the contract's text alone so that a
  * partner can check what the service anchored without trusting it.
  */
 
@@ -73,7 +73,7 @@ export async function computeCommitment(audio: AudioSource, title: string, creat
   return { commitment: hex(commitment), mediaHash: hex(mediaHash), merkleRoot: hex(merkleRoot) };
 }
 
-/** The Merkle root over the creators' leaves (contract §5), as bytes. */
+/** The Merkle root over the creators' leaves (docs/api.md#the-commitment), as bytes. */
 function creatorsRoot(creators: readonly Creator[]): Buffer {
   if (creators.length < 1 || creators.length > MAX_CREATORS) throw new RangeError(`1 to ${MAX_CREATORS} creators, not ${creators.length}`);
   const empty = sha256(Buffer.of(0));

@@ -1,6 +1,6 @@
 import type { components } from './generated/openapi';
 
-/** Every error code the API answers (contract §1), from the served document. */
+/** Every error code the API answers (docs/api.md#errors), from the served document. */
 export type ErrorCode = components['schemas']['ErrorEnvelope']['error']['code'];
 
 /** One invalid field of a `common.validation_failed` answer. */
@@ -126,7 +126,7 @@ export type RegistrationStage = 'init' | 'upload' | 'prepare' | 'confirm';
  * - `init` (no `jobId`): retry `register` with `{ idempotencyKey: error.idempotencyKey }`, which answers the same job;
  * - `upload` / `prepare`: `works.upload(…)` / `works.prepare(jobId)` then `works.confirm(jobId)`;
  * - `confirm` with `network.outcome_unknown`: the confirm may have started the transaction. Do NOT simply confirm
- *   again blindly: a job already confirmed answers 404 `registration.prepared_not_found` (contract §4), as does
+ *   again blindly: a job already confirmed answers 404 `registration.prepared_not_found` (docs/api.md#registration-confirm), as does
  *   an expired quote, and that answer does not name the transaction. After such a 404, look for the outcome (the
  *   `work_registered` / `work_failed` webhook, matched by `external_user_ref`, or `works.list`) before
  *   registering again. A confirm that surely did nothing (`requestSent` false) may be sent again.

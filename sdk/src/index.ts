@@ -1,6 +1,6 @@
 /**
  * @works-api/client: a typed client for works-api (registration, versions, the read side, tracking, sessions,
- * API keys) with retries done right (contract §1, §4, §9).
+ * API keys) with retries done right (docs/api.md#errors, docs/api.md#idempotency, docs/api.md#rate-limits).
  */
 export { createClient, type ClientOptions, type WorksClient } from './client';
 export { WorksApiError, RegistrationError, type RegistrationStage, type ClientErrorCode, type ErrorCode, type ErrorDetail } from './errors';
@@ -10,7 +10,7 @@ export type { Audio, Confirmed, UploadOptions, WorkListing, WorkLookup, WorksApi
 export type { TransactionsApi } from './transactions';
 export type * from './types';
 export type { paths, components, operations, webhooks } from './generated/openapi';
-// Trust nothing: check a webhook's signature, recompute a commitment, check an anchor on chain (contract §5, §7).
+// Trust nothing: check a webhook's signature, recompute a commitment, check an anchor on chain (docs/api.md#the-commitment, docs/api.md#headers-and-signature).
 export {
   verifyWebhook,
   WebhookVerificationError,

@@ -1,6 +1,6 @@
 import { WorksApiError } from './errors';
 
-/** How the client repeats a call that failed for a passing reason (contract §1, §4, §9). */
+/** How the client repeats a call that failed for a passing reason (docs/api.md#errors, docs/api.md#idempotency, docs/api.md#rate-limits). */
 export interface RetryOptions {
   /** Attempts in all, the first included: an integer from 1 to 20 (default 5; 1 turns retries off). */
   readonly maxAttempts?: number;

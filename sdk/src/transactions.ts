@@ -73,7 +73,7 @@ function open(t: Transport, WebSocket: WebSocketConstructor, id: string): WebSoc
   } catch {
     // a browser-style constructor refuses `{ headers }` (it takes subprotocols there)
   }
-  // a session token may ride in the query (contract §6); an API key never does
+  // a session token may ride in the query (docs/api.md#websocket); an API key never does
   if (!t.token.startsWith('wrs_')) return undefined;
   url.searchParams.set('access_token', t.token);
   try {
@@ -84,7 +84,7 @@ function open(t: Transport, WebSocket: WebSocketConstructor, id: string): WebSoc
 }
 
 /**
- * Follows the socket's frames (contract §6) until a complete transaction. Resolves undefined when the socket
+ * Follows the socket's frames (docs/api.md#websocket) until a complete transaction. Resolves undefined when the socket
  * cannot be made, fails, closes, does not open in time or falls silent before that: the caller polls then.
  * Rejects with the signal's reason, or with what `report` threw.
  */
@@ -168,7 +168,7 @@ export function transactionsApi(t: Transport, WebSocket: WebSocketConstructor | 
   const get = (id: string): Promise<Transaction> =>
     t.call('repeatable', () => t.api.GET('/v1/transactions/{transaction_id}', { params: { path: { transaction_id: id } } }));
   return {
-    /** A transaction's status, steps and result (spec 4.11). */
+    /** A transaction's status, steps and result (docs/api.md#transactions). */
     get,
     /**
      * Resolves with the transaction once complete (`status` `finalized` or `failed`: check `status`), following

@@ -13,13 +13,13 @@ export type QueryOf<O extends keyof operations> = NonNullable<operations[O]['par
 
 /** `testnet` or `mainnet`. */
 export type Network = RequestBody<'initRegistration'>['network'];
-/** A new work's metadata (spec 4.1): network, title, filename, 1 to 32 creators, optional external_user_ref. */
+/** A new work's metadata (docs/api.md#registration-init): network, title, filename, 1 to 32 creators, optional external_user_ref. */
 export type WorkMetadata = RequestBody<'initRegistration'>;
 /** One creator: full_name, roles (at least one true), optional ipi, isni, email. */
 export type Creator = WorkMetadata['creators'][number];
-/** A version's metadata without new audio (spec 4.5): network, creators, optional external_user_ref. */
+/** A version's metadata without new audio (docs/api.md#versions-init): network, creators, optional external_user_ref. */
 export type VersionMetadata = RequestBody<'initVersion'>;
-/** A version's metadata with new audio (spec 4.6): as `VersionMetadata`, plus the filename. */
+/** A version's metadata with new audio (docs/api.md#versions-init-upload): as `VersionMetadata`, plus the filename. */
 export type VersionUploadMetadata = RequestBody<'initVersionUpload'>;
 /** A reserved upload: job_id, the presigned PUT `upload_url` and its expiry. */
 export type UploadJob = ResponseBody<'initRegistration'>;
@@ -31,7 +31,7 @@ export type RegistrationQuote = ResponseBody<'prepareRegistration'>;
 export type VersionQuote = ResponseBody<'prepareVersion'>;
 /** What confirm answers: the transaction's id, its WebSocket path and its REST path. */
 export type TransactionHandle = ResponseBody<'confirmRegistration', 202>;
-/** A transaction's status, steps and result (contract §6). */
+/** A transaction's status, steps and result (docs/api.md#transactions). */
 export type Transaction = ResponseBody<'getTransaction'>;
 /** A page of the listing. */
 export type WorksPage = ResponseBody<'listWorks'>;
@@ -55,7 +55,7 @@ export type NewApiKey = RequestBody<'createApiKey'>;
 export type CreatedApiKey = ResponseBody<'createApiKey', 201>;
 /** An end-user session: a read-only token bound to one external_user_ref, for an hour. */
 export type Session = ResponseBody<'createSession', 201>;
-/** The webhook payloads (contract §7). */
+/** The webhook payloads (docs/api.md#events). */
 export type WorkRegisteredEvent = components['schemas']['WorkRegistered'];
 export type WorkUpdatedEvent = components['schemas']['WorkUpdated'];
 export type WorkFailedEvent = components['schemas']['WorkFailed'];

@@ -1,5 +1,5 @@
 /**
- * The payloads of the service's webhook deliveries (specification §6, contract §7), written from their text.
+ * The payloads of the service's webhook deliveries (docs/api.md#events), written from their text.
  * Every event echoes the key and organization that made the write and the end-user reference it carried.
  */
 

@@ -51,7 +51,7 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-/** The header carrying `t=<unix>,v1=<hex>` (contract §7). */
+/** The header carrying `t=<unix>,v1=<hex>` (docs/api.md#headers-and-signature). */
 export const SIGNATURE_HEADER = 'x-service-signature';
 const DEFAULT_TOLERANCE_SECONDS = 300;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -59,7 +59,7 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 /**
  * Checks a webhook delivery and returns its event.
  *
- * The check is contract §7's: `v1` is the hex HMAC-SHA256, keyed with the base64-decoded `secret`, of
+ * The check is that of docs/api.md#headers-and-signature: `v1` is the hex HMAC-SHA256, keyed with the base64-decoded `secret`, of
  * `<t>.<raw body>`, where `t` is the Unix time in the same header. Any of several `v1` values may match
  * (they are compared in constant time); then `t` must lie within `toleranceSeconds` of `now`. Only the
  * signed `t` counts: the `X-Service-Timestamp` header repeats it for logs and is not needed here.
@@ -99,7 +99,7 @@ export function verifyWebhook(
   if (header === undefined) throw new WebhookVerificationError('missing_header', 'the delivery has no X-Service-Signature header');
   const { timestamp, timestampText, signatures } = parseSignatureHeader(header);
 
-  // over `t` as received (contract §7: `<t>.<raw body>`), not as re-printed from its number
+  // over `t` as received (docs/api.md#headers-and-signature: `<t>.<raw body>`), not as re-printed from its number
   const expected = createHmac('sha256', key).update(`${timestampText}.`).update(body).digest();
   // every candidate is compared, in constant time, so the time taken says nothing about which one came close
   let matched = false;

@@ -106,7 +106,7 @@ export function worksApi(t: Transport) {
   }
 
   const works = {
-    /** Reserves an upload for a new work (spec 4.1), with an Idempotency-Key reused on every retry. */
+    /** Reserves an upload for a new work (docs/api.md#registration-init), with an Idempotency-Key reused on every retry. */
     init: (metadata: WorkMetadata, options: WriteOptions = {}): Promise<UploadJob> => {
       const key = options.idempotencyKey ?? newKey();
       return t.call('repeatable', () => api.POST('/v1/works/init', { body: metadata, params: { header: { 'Idempotency-Key': key } } }), {
@@ -118,12 +118,12 @@ export function worksApi(t: Transport) {
     /** PUTs the audio to the job's presigned URL. */
     upload,
 
-    /** Hashes the upload and quotes a binding price (spec 4.3); again before confirm replaces the quote. */
+    /** Hashes the upload and quotes a binding price (docs/api.md#registration-prepare); again before confirm replaces the quote. */
     prepare: (job: string | { readonly job_id: string }): Promise<RegistrationQuote> =>
       t.call('repeatable', () => api.POST('/v1/works/prepare', { body: { job_id: jobIdOf(job) } }), { write: true }),
 
     /**
-     * Accepts the quote and starts the chain transaction (spec 4.4). Not retried once sent: see `Safety`. A
+     * Accepts the quote and starts the chain transaction (docs/api.md#registration-confirm). Not retried once sent: see `Safety`. A
      * `network.outcome_unknown` failure may have started the transaction: see `RegistrationError`.
      */
     confirm: (job: string | { readonly job_id: string }): Promise<TransactionHandle> =>
@@ -148,7 +148,7 @@ export function worksApi(t: Transport) {
     },
 
     versions: {
-      /** Reserves a metadata-only version reusing the anchored audio (spec 4.5), idempotent like `init`. */
+      /** Reserves a metadata-only version reusing the anchored audio (docs/api.md#versions-init), idempotent like `init`. */
       init: (atsId: number, metadata: VersionMetadata, options: WriteOptions = {}): Promise<VersionJob> => {
         const key = options.idempotencyKey ?? newKey();
         return t.call(
@@ -161,7 +161,7 @@ export function worksApi(t: Transport) {
           { write: true, idempotencyKey: key },
         );
       },
-      /** Reserves a version with new audio and a presigned PUT URL (spec 4.6), idempotent like `init`. */
+      /** Reserves a version with new audio and a presigned PUT URL (docs/api.md#versions-init-upload), idempotent like `init`. */
       initUpload: (atsId: number, metadata: VersionUploadMetadata, options: WriteOptions = {}): Promise<UploadJob> => {
         const key = options.idempotencyKey ?? newKey();
         return t.call(
@@ -174,14 +174,14 @@ export function worksApi(t: Transport) {
           { write: true, idempotencyKey: key },
         );
       },
-      /** Quotes a version (spec 4.7). */
+      /** Quotes a version (docs/api.md#versions-prepare-and-confirm). */
       prepare: (atsId: number, job: string | { readonly job_id: string }): Promise<VersionQuote> =>
         t.call(
           'repeatable',
           () => api.POST('/v1/works/{ats_id}/versions/prepare', { body: { job_id: jobIdOf(job) }, params: versionPath(atsId) }),
           { write: true },
         ),
-      /** Accepts a version quote (spec 4.7). Not retried once sent. */
+      /** Accepts a version quote (docs/api.md#versions-prepare-and-confirm). Not retried once sent. */
       confirm: (atsId: number, job: string | { readonly job_id: string }): Promise<TransactionHandle> =>
         t.call(
           'once',
@@ -218,7 +218,7 @@ export function worksApi(t: Transport) {
       return { ...handle, job_id: jobId, quote };
     },
 
-    /** The organization's works, newest first, page after page as it is iterated (spec 4.8). */
+    /** The organization's works, newest first, page after page as it is iterated (docs/api.md#listing-and-cursors). */
     list: (query: ListWorksQuery = {}): WorkListing => {
       async function* pages(): AsyncGenerator<WorksPage> {
         let after = query.after;
@@ -237,7 +237,7 @@ export function worksApi(t: Transport) {
       };
     },
 
-    /** A work by ats_id (spec 4.9). */
+    /** A work by ats_id (docs/api.md#work-detail). */
     get: (atsId: number, lookup: WorkLookup = {}): Promise<WorkDetail> =>
       t.call('repeatable', () => api.GET('/v1/works/{ats_id}', { params: { ...versionPath(atsId), query: lookup } })),
 

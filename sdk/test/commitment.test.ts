@@ -99,7 +99,7 @@ const metadata = fc.record({
 });
 type Metadata = typeof metadata extends fc.Arbitrary<infer T> ? T : never;
 
-describe('sdk: computeCommitment (contract §5)', function () {
+describe('sdk: computeCommitment (docs/api.md#the-commitment)', function () {
   this.timeout(600_000);
 
   it('gives the pinned vector of an independent implementation (Python hashlib), streamed or not', async () => {
@@ -189,7 +189,7 @@ describe('sdk: computeCommitment (contract §5)', function () {
         const audio = audioBytes(m.audio.seed, m.audio.size);
         const body = { network: 'testnet', title: m.title, filename: 'generated.wav', creators: m.creators };
         const quoted = await quote(stack.app.url, key.token, body, audio);
-        // the quote (spec 2.3) carries the commitment as 0x + 64 hex
+        // the quote (docs/api.md#quotes-and-pricing) carries the commitment as 0x + 64 hex
         expect(quoted.prepare.body).to.include({ job_id: quoted.jobId, is_valid: true });
         expect(quoted.prepare.body.commitment).to.match(/^0x[0-9a-f]{64}$/);
         const computed = await computeCommitment(source(audio, m.audio.delivery, m.audio.chunk), m.title, m.creators);

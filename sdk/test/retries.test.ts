@@ -29,7 +29,7 @@ function recordingFetch(onResponse: (response: Response) => void = () => undefin
   return { fetch: fetchImpl, statuses };
 }
 
-describe('@works-api/client: retries done right (contract §1, §4, §9)', function () {
+describe('@works-api/client: retries done right (docs/api.md#errors, docs/api.md#idempotency, docs/api.md#rate-limits)', function () {
   this.timeout(120_000);
 
   describe('through a proxy that drops a connection after the server answered', () => {

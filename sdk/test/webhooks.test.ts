@@ -31,7 +31,7 @@ async function independentSignature(secretBase64: string, t: number | string, bo
 const signedAt = (hook: Received) => Number(/t=(\d+)/.exec(String(hook.headers['x-service-signature']))![1]);
 const at = (unixSeconds: number) => new Date(unixSeconds * 1000);
 
-describe('sdk: verifyWebhook (contract §7)', function () {
+describe('sdk: verifyWebhook (docs/api.md#headers-and-signature)', function () {
   this.timeout(120_000);
 
   describe('a real delivery from the service', () => {

@@ -2,7 +2,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
- * API key tokens (contract §2): `wrk_live_` + 40 base62 characters, the last 6 of which are the CRC32 of
+ * API key tokens (docs/api.md#api-keys): `wrk_live_` + 40 base62 characters, the last 6 of which are the CRC32 of
  * everything before them in base62. A mistyped token is refused without a database lookup, and secret
  * scanners can recognise a real one.
  */
@@ -43,5 +43,5 @@ export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
 }
 
-/** The part of a token shown in listings (contract §2: its first 16 characters). */
+/** The part of a token shown in listings (docs/api.md#api-keys: its first 16 characters). */
 export const tokenPrefix = (token: string) => token.slice(0, 16);

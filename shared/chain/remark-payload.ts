@@ -10,7 +10,7 @@ import type { Network } from '../config';
  *        4    1  layout version (1)
  *        5    1  action (0 register, 1 update)
  *        6    1  network (0 testnet, 1 mainnet)
- *        7    1  commitment protocol version (contract §5; 1)
+ *        7    1  commitment protocol version (docs/api.md#the-commitment; 1)
  *        8    8  ats_id (u64)
  *       16    4  version (u32; the registration is 1)
  *       20   32  commitment

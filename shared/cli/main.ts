@@ -1,5 +1,5 @@
 /**
- * Operator CLI (contract §3): `npm run --silent admin -- <command>`. Prints one JSON object on stdout and
+ * Operator CLI (docs/api.md#operator-cli): `npm run --silent admin -- <command>`. Prints one JSON object on stdout and
  * exits 0, or an error envelope on stderr and exits non-zero. Reads `.data/dev.env` for any setting the
  * environment lacks, so it reaches the services `npm run dev` started.
  */

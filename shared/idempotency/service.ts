@@ -16,7 +16,7 @@ export interface IdempotentResponse {
 }
 
 /**
- * Idempotency-Key handling (contract §4), scoped to the API key: the first response is replayed byte for
+ * Idempotency-Key handling (docs/api.md#idempotency), scoped to the API key: the first response is replayed byte for
  * byte for the same body; another body answers 422 idempotency.key_reused; a request still running with
  * the key answers 409 idempotency.key_in_use. Failures are not remembered, so the caller may retry them.
  */

@@ -2,7 +2,7 @@ import type { Redis } from '../redis/client';
 import { AppError } from '../errors';
 
 /**
- * A token bucket per organization in Redis, shared by all its keys and all web processes (contract §9).
+ * A token bucket per organization in Redis, shared by all its keys and all web processes (docs/api.md#rate-limits).
  * The script refills by elapsed time, then takes one token or says how long until one is available. It is
  * also run inside the key check of rate-limited routes (api-keys/key-cache.ts), saving a round trip.
  *

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Creator, CreatorRoles } from '../works/types';
 
 /**
- * The commitment of contract §5 (protocol version 1), verifiable by anyone from the audio bytes and the
+ * The commitment of docs/api.md#the-commitment (protocol version 1), verifiable by anyone from the audio bytes and the
  * metadata alone:
  *   commitment = SHA-256( 0x01 ‖ media_hash ‖ str(trimmed title) ‖ merkle_root(creators) )
  */

@@ -24,7 +24,7 @@ export interface TransactionHandle {
 }
 
 /**
- * Confirm (spec 4.4): takes the prepared job into `confirming` atomically, then debits the quoted price and
+ * Confirm (docs/api.md#registration-confirm): takes the prepared job into `confirming` atomically, then debits the quoted price and
  * records the transaction (one per job id) in one SQL transaction, and enqueues it. A confirm whose debit is
  * refused leaves the job `prepared`, its quote as it was.
  */

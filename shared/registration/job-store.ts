@@ -2,7 +2,7 @@ import type { Redis } from '../redis/client';
 import type { PreparedQuote, UploadSession } from './types';
 
 /**
- * A job's states (contract §4), one way only:
+ * A job's states (docs/api.md#job-states), one way only:
  *
  *   reserved ──prepare hashed the upload──▶ uploaded ──prepare priced──▶ prepared ──confirm──▶ confirmed
  *        └──────────prepare priced (metadata-only version, or in one go)──────┘

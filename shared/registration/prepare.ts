@@ -28,7 +28,7 @@ export interface PrepareDeps {
 /**
  * The prepare worker's work for one run of a job (see job-store.ts): verify and stream the uploaded object
  * through SHA-256 (constant memory; once per upload, a later run reuses the hash while the object is the
- * same), compute the commitment (contract §5), ask the chain for the fee and a dry run of the call (while
+ * same), compute the commitment (docs/api.md#the-commitment), ask the chain for the fee and a dry run of the call (while
  * the bytes stream: neither depends on the commitment's bytes), price, and store the quote in the job. Domain
  * failures come back as data, so the waiting web answers with them and nothing is retried. An upload refused
  * for its size is deleted at once.

@@ -6,7 +6,7 @@ const MB = 1024 * 1024;
 /**
  * Prices a quote in whole credits: the network fee converted at CREDITS_PER_TOKEN and rounded up, a fixed
  * service fee, storage free up to STORAGE_FREE_BYTES then per started MB, and the deposit. The total is
- * the sum of every line, deposit included (contract §4).
+ * the sum of every line, deposit included (docs/api.md#quotes-and-pricing).
  */
 export function priceQuote(
   pricing: Config['pricing'],

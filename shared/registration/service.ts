@@ -25,7 +25,7 @@ export interface InitInput {
   readonly external_user_ref?: string;
 }
 
-/** Version init (spec 4.5) and init-upload (4.6): no title, the work keeps its own. */
+/** Version init (docs/api.md#versions-init) and init-upload (docs/api.md#versions-init-upload): no title, the work keeps its own. */
 export interface VersionInitInput {
   readonly network: Network;
   readonly filename?: string;
@@ -57,7 +57,7 @@ export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Con
   new JobStore(app.redis, app.config.redis.prefix);
 
 /**
- * Init (spec 4.1), offered to the key check: the upload session is reserved in the check's own round trip
+ * Init (docs/api.md#registration-init), offered to the key check: the upload session is reserved in the check's own round trip
  * once the caller is admitted (api-keys/key-cache.ts), else by `answer`; then the PUT of its one object key is
  * presigned.
  */
@@ -103,7 +103,7 @@ export const initRegistration = (app: RegistrationDeps, principal: Principal, in
   admitRegistration(app, input).answer(principal, false);
 
 /**
- * The work a version write targets (spec 4.14, contract §4): the organization's work with this `ats_id` on
+ * The work a version write targets (docs/api.md#external-user-references): the organization's work with this `ats_id` on
  * the network (another organization's, or none: 404). A write carrying a ref must carry the work's own ref
  * (a ref sent for an untagged work is a mismatch too): 403. A write without a ref reaches any work.
  */
@@ -200,7 +200,7 @@ export async function settleLapsedConfirm(app: RegistrationDeps, store: JobStore
 }
 
 /**
- * Prepare (spec 4.3): the web hands the hashing and the chain dry run to a `prepare` worker and waits for
+ * Prepare (docs/api.md#registration-prepare): the web hands the hashing and the chain dry run to a `prepare` worker and waits for
  * its answer, bounded. The worker stores the quote in the job; a prepare of a job whose run is under way
  * waits on that same run, so concurrent prepares hash once and answer one quote.
  */

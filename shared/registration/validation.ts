@@ -3,7 +3,7 @@ import type { Config, Network } from '../config';
 import type { Creator } from '../works/types';
 
 /**
- * Rules of spec 4.1 and contract §4 that a JSON schema cannot state (trimming, byte lengths, check
+ * Rules of docs/api.md#field-rules that a JSON schema cannot state (trimming, byte lengths, check
  * characters). Everything is checked and reported together as one 422.
  */
 export function titleProblems(title: string): ErrorDetail[] {

@@ -6,7 +6,7 @@ import { assertKeyActive, unauthorized } from '../api-keys/service';
 import type { Principal } from '../api-keys/types';
 
 /**
- * End-user session tokens (contract §8): read-only, bound to one external_user_ref of one organization,
+ * End-user session tokens (docs/api.md#sessions): read-only, bound to one external_user_ref of one organization,
  * issued by an API key and dead as soon as that key is revoked. A `wrs_`-prefixed HS256 JWT under a key
  * derived from SECRETS_KEY, so no storage is needed to verify one.
  */

@@ -71,7 +71,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
         access_code: null,
         explorer_url: result.explorer_url,
         finalized_at: result.finalized_at,
-        // contract §7: work_updated is work_registered's fields plus the version
+        // docs/api.md#events: work_updated is work_registered's fields plus the version
         ...(registering ? {} : { version }),
       },
       accessCode,
@@ -123,7 +123,7 @@ async function indexVersion(trx: Knex.Transaction, tx: TransactionRow, at: Place
   });
 }
 
-/** The transaction's `result` on success (contract §6). */
+/** The transaction's `result` on success (docs/api.md#transactions). */
 function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
   const template = deps.config.chains.find((c) => c.network === tx.network)?.explorerUrlTemplate ?? '';
   return {

@@ -78,7 +78,7 @@ export function presentTransaction(tx: TransactionRow): TransactionView {
 
 /**
  * A transaction as its organization sees it. Another organization's, or one outside a session's ref,
- * is simply not found (contract §1: existence does not leak).
+ * is simply not found (docs/api.md#errors: existence does not leak).
  */
 export async function getTransaction(db: Knex, principal: Principal, id: string): Promise<TransactionView> {
   const tx = /^[0-9a-f-]{36}$/i.test(id) ? await findTransaction(db, id) : undefined;

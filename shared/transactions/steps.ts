@@ -1,4 +1,4 @@
-/** The transaction status model of contract §6. */
+/** The transaction status model of docs/api.md#transactions. */
 export const STEPS = ['validating', 'preparing_transaction', 'signing', 'submitting', 'confirming', 'completed'] as const;
 export type StepName = (typeof STEPS)[number] | 'failed';
 export type TransactionStatus = 'pending' | 'submitted' | 'in_block' | 'finalized' | 'failed';

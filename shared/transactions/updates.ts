@@ -6,7 +6,7 @@ import { findTransactions } from './repo';
 import { presentTransaction, type TransactionView } from './service';
 
 /**
- * Live transaction updates (spec 4.11): whoever moves a transaction publishes its REST body on one Redis
+ * Live transaction updates (docs/api.md#transactions): whoever moves a transaction publishes its REST body on one Redis
  * channel once the change has committed; every web process subscribes once and fans it out to its sockets.
  * PostgreSQL stays the source of truth: a lost message costs a live client one frame, never state (the web
  * re-reads what it follows after a Redis reconnect, and the REST route always answers).

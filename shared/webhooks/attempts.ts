@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { deleteAttemptsOlderThan } from './repo';
 
 /**
- * Deletes delivery attempts older than the retention (contract §7: kept at least 30 days; the configuration
+ * Deletes delivery attempts older than the retention (docs/api.md#delivery-and-retries: kept at least 30 days; the configuration
  * refuses less). Returns how many went.
  */
 export function pruneWebhookAttempts(db: Knex, retentionDays: number): Promise<number> {

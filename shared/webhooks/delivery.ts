@@ -13,7 +13,7 @@ import { parseRetryAfter, retryDelaySeconds } from './retry-policy';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ATTR, contextFor, inSpan } from '../telemetry/tracing';
 
-/** How one HTTP attempt went (contract §7 classification). */
+/** How one HTTP attempt went (docs/api.md#delivery-and-retries classification). */
 type Result =
   | { readonly kind: 'delivered'; readonly statusCode: number }
   | { readonly kind: 'retry'; readonly statusCode?: number; readonly error?: string; readonly retryAfterSeconds?: number }
@@ -53,7 +53,7 @@ export interface AttemptDeps {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /**
- * One delivery attempt (contract §7): the URL vetted at this moment (scheme, and SSRF after DNS resolution),
+ * One delivery attempt (docs/api.md#delivery-and-retries): the URL vetted at this moment (scheme, and SSRF after DNS resolution),
  * the stored payload (the access code unsealed just for the body), signed afresh, POSTed to the vetted
  * address within the timeout without following redirects; then the attempt recorded with what follows it.
  */

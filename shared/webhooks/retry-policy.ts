@@ -1,5 +1,5 @@
 /**
- * Contract §7: the wait before retry `index` (0 for the first retry) is that step of the schedule. A
+ * docs/api.md#delivery-and-retries: the wait before retry `index` (0 for the first retry) is that step of the schedule. A
  * `Retry-After` from the receiver lengthens the wait up to the following step of the schedule, so a receiver
  * can slow us down but cannot park a delivery for longer than the schedule would; it never shortens the wait.
  */

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * Contract §7: `v1` is the hex HMAC-SHA256, keyed with the base64-decoded webhook secret, of `<t>.<raw body>`.
+ * docs/api.md#headers-and-signature: `v1` is the hex HMAC-SHA256, keyed with the base64-decoded webhook secret, of `<t>.<raw body>`.
  * Header: `X-Service-Signature: t=<unix>,v1=<hex>`.
  */
 export function signWebhook(secret: Buffer, body: string, timestamp: number): string {

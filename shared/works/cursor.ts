@@ -1,7 +1,7 @@
 import { AppError } from '../errors';
 
 /**
- * A listing position (contract §6: opaque cursors): the created_at and id of a work, the keys the listing is
+ * A listing position (docs/api.md#listing-and-cursors: opaque cursors): the created_at and id of a work, the keys the listing is
  * ordered by. created_at keeps PostgreSQL's microseconds (a JavaScript Date would drop them, and two works
  * of the same millisecond would then be skipped or repeated).
  */

@@ -4,7 +4,7 @@ import type { Principal } from '../api-keys/types';
 import { ensureCertificate, type CertificateDeps } from '../certificates/service';
 import { workVersion } from './service';
 
-/** Contract §6: a presigned GET valid 10 minutes. */
+/** docs/api.md#downloads: a presigned GET valid 10 minutes. */
 export const DOWNLOAD_URL_SECONDS = 600;
 
 export interface Download {

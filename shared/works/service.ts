@@ -8,7 +8,7 @@ import { countVersions, countWorks, findVersion, findWork, listVersions, sliceOf
 import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
 
 /**
- * The read side of the finalized index (spec 4.8–4.10, contract §6). Rows are written only by finalization,
+ * The read side of the finalized index (docs/api.md#reading-works). Rows are written only by finalization,
  * from the block that was found final and canonical, so what is served here is chain data read back.
  */
 
@@ -65,7 +65,7 @@ export async function listWorks(db: Knex, principal: Principal, input: ListWorks
 
 /**
  * The organization's work with this ats_id: for a key, whatever its ref (a query ref never narrows the
- * detail routes); for an end-user session, only a work of its own ref (another's: 404, contract §8).
+ * detail routes); for an end-user session, only a work of its own ref (another's: 404, docs/api.md#sessions).
  * Without a network, the one network that has it; on both, the caller must choose (409 common.conflict).
  */
 export async function workByAtsId(db: Knex, principal: Principal, atsId: number, network?: Network): Promise<WorkRecord> {

@@ -1,6 +1,6 @@
 import type { Network } from '../config';
 
-/** A creator as the partner sent it (contract §4) and the commitment encodes it (§5). */
+/** A creator as the partner sent it (docs/api.md#field-rules) and the commitment encodes it (docs/api.md#byte-encoding). */
 export interface CreatorRoles {
   readonly author?: boolean;
   readonly composer?: boolean;

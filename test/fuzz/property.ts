@@ -103,7 +103,7 @@ function mutatedBody(op: Operation): fc.Arbitrary<unknown> {
     });
 }
 
-/** Text PostgreSQL cannot store (contract §4): NUL and unpaired surrogates, alone or inside other text. */
+/** Text PostgreSQL cannot store (docs/api.md#conventions): NUL and unpaired surrogates, alone or inside other text. */
 export const unstorableString = fc
   .tuple(
     fc.string({ maxLength: 8 }),

@@ -93,7 +93,7 @@ export async function call<T = any>(base: string, method: string, path: string, 
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
-/** Asserts the error envelope of contract §1 and returns it. */
+/** Asserts the error envelope of docs/api.md#errors and returns it. */
 export function expectError(
   reply: Reply,
   status: number,

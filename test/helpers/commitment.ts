@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-/** An independent implementation of contract §5, written from its text, for the commitment check. */
+/** An independent implementation of docs/api.md#the-commitment, written from its text, for the commitment check. */
 export function referenceCommitment(audio: Buffer, title: string, creators: Record<string, any>[]): string {
   const h = (...b: Buffer[]) => createHash('sha256').update(Buffer.concat(b)).digest();
   const str = (s: string) => {

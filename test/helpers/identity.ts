@@ -35,7 +35,7 @@ export interface AdminTokenOptions {
   readonly issuer?: string;
   readonly audience?: string;
   readonly expiresInSeconds?: number;
-  /** Mint it without `exp` (refused: contract §2). */
+  /** Mint it without `exp` (refused: docs/api.md#authentication). */
   readonly withoutExp?: boolean;
   /** How long before now it was issued (5 s by default). */
   readonly issuedSecondsAgo?: number;
@@ -54,5 +54,5 @@ export async function adminToken(options: AdminTokenOptions): Promise<string> {
   return jwt.sign(options.key ?? signingKey);
 }
 
-/** A token of the service's own staff: the operator role (contract §2), not an organization's admin. */
+/** A token of the service's own staff: the operator role (docs/api.md#operators), not an organization's admin. */
 export const operatorToken = (options: Omit<AdminTokenOptions, 'roles'>) => adminToken({ ...options, roles: ['operator'] });

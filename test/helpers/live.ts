@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { io as ioClient, type Socket as IoSocket } from 'socket.io-client';
 
-/** A frame of live tracking (contract §6): the plain WebSocket's and socket.io's `update` alike. */
+/** A frame of live tracking (docs/api.md#websocket): the plain WebSocket's and socket.io's `update` alike. */
 export interface Frame {
   type: 'connected' | 'update' | 'error';
   transaction: Record<string, any>;

@@ -75,7 +75,7 @@ const safeJson = (raw: string) => {
 };
 
 /**
- * An implementation of contract §7 written from the text, independent of the service's code: HMAC-SHA256
+ * An implementation of docs/api.md#headers-and-signature written from the text, independent of the service's code: HMAC-SHA256
  * keyed with the base64-decoded secret over `<t>.<raw body>`, hex, compared in constant time.
  */
 export function verifySignature(secretBase64: string, received: Received, toleranceSeconds = 300): boolean {

@@ -5,7 +5,7 @@ import { adminToken } from '../helpers/identity';
 import { hashToken, isWellFormedToken } from '../../shared/api-keys/token';
 import { webhookSecretAad } from '../../shared/api-keys/service';
 
-describe('API key management (spec 4.13, contract §2)', () => {
+describe('API key management (docs/api.md#api-key-management)', () => {
   let app: TestApp;
   let org: string;
   let admin: string;

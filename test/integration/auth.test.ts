@@ -5,7 +5,7 @@ import { createOrg, createKey, suspendOrg } from '../helpers/factories';
 import { adminToken, IDP } from '../helpers/identity';
 import { generateToken } from '../../shared/api-keys/token';
 
-describe('authentication and authorization (contract §1–2)', () => {
+describe('authentication and authorization (docs/api.md#errors, docs/api.md#authentication)', () => {
   let app: TestApp;
   before(async () => (app = await startApp()));
   after(() => app.close());

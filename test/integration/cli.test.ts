@@ -12,7 +12,7 @@ import { admin } from '../helpers/cli';
 import { ensureDevIdpKey } from '../../shared/dev/identity-provider';
 import { createWebApp } from '../../web/app';
 
-describe('operator CLI (contract §3)', function () {
+describe('operator CLI (docs/api.md#operator-cli)', function () {
   this.timeout(120_000);
   let app: TestApp;
   let env: Record<string, string | undefined>;

@@ -16,7 +16,7 @@ import { bullPrefix } from '../../shared/redis/settings';
 /** Whether the bucket still holds an object. */
 const stored = (ctx: Resources, key: string) => objectExists(ctx.storage, key);
 
-describe('a job moves one way: reserved → uploaded → prepared → confirmed (contract §4)', function () {
+describe('a job moves one way: reserved → uploaded → prepared → confirmed (docs/api.md#job-states)', function () {
   this.timeout(240_000);
   const stack = useStack({ env: { REDIS_PREFIX: `jobs_${Date.now()}` }, queues: ['prepare', 'chain', 'maintenance'] });
   let app: TestApp;

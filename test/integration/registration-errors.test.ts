@@ -21,7 +21,7 @@ describe('registration: every error row leaves nothing changed', function () {
     uploads: (await app.context.redis.keys(`${app.context.config.redis.prefix}:job:${org}:*`)).length,
   });
 
-  it('init: 422 with details for each rule of spec 4.1 and contract §4', async () => {
+  it('init: 422 with details for each rule of docs/api.md#field-rules', async () => {
     const org = await createOrg(app.context);
     const key = await createKey(app.context, org);
     const before = await snapshot(org);

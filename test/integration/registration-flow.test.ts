@@ -39,7 +39,7 @@ describe('registration, end to end on the local chain', function () {
       const body = initBody(ref ? { external_user_ref: ref } : {});
       const r = await register(app.url, key.token, body);
 
-      // the quote (spec 2.3, contract §4)
+      // the quote (docs/api.md#quotes-and-pricing)
       const q = r.prepare.body;
       expect(Object.keys(q)).to.have.members([
         'job_id',
@@ -63,7 +63,7 @@ describe('registration, end to end on the local chain', function () {
       const ttl = new Date(q.expires_at).getTime() - Date.now();
       expect(ttl).to.be.within(200_000, 300_000);
 
-      // the handle (spec 2.4)
+      // the handle (docs/api.md#registration-confirm)
       expect(r.confirm.status).to.equal(202);
       const txId = r.confirm.body.transaction_id;
       expect(r.confirm.body).to.deep.equal({
@@ -111,7 +111,7 @@ describe('registration, end to end on the local chain', function () {
         expect(p.access_code).to.match(/^atc_[0-9a-f]{64}$/);
         const work = await app.context.db('works').where({ id: r.jobId }).first();
         expect(Buffer.compare(work.access_code_hash, createHash('sha256').update(p.access_code).digest())).to.equal(0);
-        // once delivered, nothing decryptable is kept: only the SHA-256 (contract §4)
+        // once delivered, nothing decryptable is kept: only the SHA-256 (docs/api.md#registration-confirm)
         const sealed = await eventually(async () => {
           const event = await app.context.db('events').where({ transaction_id: txId, type: 'work_registered' }).first('sealed_access_code');
           return event && event.sealed_access_code === null ? true : undefined;

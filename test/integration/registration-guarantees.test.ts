@@ -47,7 +47,7 @@ describe('registration guarantees', function () {
     });
   });
 
-  describe('the organization rate limit (contract §9)', () => {
+  describe('the organization rate limit (docs/api.md#rate-limits)', () => {
     it('is shared by every key of the organization: 429 organization.rate_limited with Retry-After past the burst', async () => {
       const limited = await startApp(configWith({ RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_SECOND: '1' }));
       try {

@@ -3,7 +3,7 @@ import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { authenticateSession } from '../../shared/sessions/service';
 
-describe('POST /v1/sessions (contract §8)', () => {
+describe('POST /v1/sessions (docs/api.md#sessions)', () => {
   let app: TestApp;
   before(async () => (app = await startApp()));
   after(() => app.close());

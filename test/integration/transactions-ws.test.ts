@@ -45,7 +45,7 @@ async function session(app: TestApp, key: TestKey, ref: string): Promise<string>
   return reply.body.session_token;
 }
 
-describe('live transaction tracking (spec 4.11, contract §6)', function () {
+describe('live transaction tracking (docs/api.md#websocket)', function () {
   this.timeout(120_000);
   let config: Config;
   let first: TestApp; // handles init, prepare and confirm

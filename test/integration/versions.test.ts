@@ -192,7 +192,7 @@ describe('new versions of a registered work', function () {
     expect(checks.map(versionIsValid)).to.deep.equal([true, true, true]);
   });
 
-  it('applies the ref rules of spec 4.14', async () => {
+  it('applies the ref rules of docs/api.md#external-user-references', async () => {
     const tagged = await registered('end-user-7');
     const untagged = await registered();
     const init = (w: { key: { token: string }; atsId: number }, ref?: string) =>

@@ -20,7 +20,7 @@ async function withReceiver(fn: (receiver: WebhookReceiver) => Promise<void>): P
   }
 }
 
-describe('webhook delivery (contract §7)', function () {
+describe('webhook delivery (docs/api.md#delivery-and-retries)', function () {
   this.timeout(60_000);
   // a Redis prefix of its own, a 1 s schedule and a 1.5 s timeout
   const stack = useStack({

@@ -18,7 +18,7 @@ async function pdfText(bytes: Buffer): Promise<{ text: string; pages: number }> 
   }
 }
 
-/** Detail, versions, creators and downloads (spec 4.9–4.10, contract §6) of a work registered on the local chain. */
+/** Detail, versions, creators and downloads (docs/api.md#work-detail, docs/api.md#downloads) of a work registered on the local chain. */
 describe('a registered work read back: details, downloads and certificates', function () {
   this.timeout(180_000);
   const stack = useStack({ env: { REDIS_PREFIX: `works_read_${Date.now()}` }, queues: ['prepare', 'chain', 'webhooks', 'certificates'] });
@@ -137,7 +137,7 @@ describe('a registered work read back: details, downloads and certificates', fun
     }
     expectError(await get(`/v1/works/${randomUUID()}/download/asset`), 404, 'common.not_found');
     expectError(await get(`/v1/works/not-a-uuid/download/asset`), 404, 'common.not_found');
-    // the detail routes too take the work's own end user, not another (contract §8)
+    // the detail routes too take the work's own end user, not another (docs/api.md#sessions)
     expect((await get(`/v1/works/${work.atsId}`, await session('musician-7'))).status).to.equal(200);
     expectError(await get(`/v1/works/${work.atsId}`, await session('someone-else')), 404, 'common.not_found');
     const writer = await createKey(app.context, org, ['works:register']);

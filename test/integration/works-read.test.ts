@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startApp, call, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, insertWorks } from '../helpers/factories';
 
-/** GET /v1/works (spec 4.8, 2.5–2.6, contract §6 and §8) over works inserted straight into the index. */
+/** GET /v1/works (docs/api.md#listing-and-cursors, docs/api.md#sessions) over works inserted straight into the index. */
 describe('GET /v1/works: the listing', function () {
   this.timeout(120_000);
   let app: TestApp;
@@ -69,7 +69,7 @@ describe('GET /v1/works: the listing', function () {
     });
   }
 
-  it('answers every work with the fields of spec 2.5, 20 by default', async () => {
+  it('answers every work with the fields of docs/api.md#listing-and-cursors, 20 by default', async () => {
     const org = await createOrg(app.context);
     const ids = await insertWorks(app.context, org, 25, { ageSeconds: (i) => i });
     const { token } = await createKey(app.context, org, ['works:read']);

@@ -9,7 +9,7 @@ import { decodeAnchor } from '../../shared/chain/remark-payload';
 import { remarksOf, type CallLike } from '../../shared/chain/verify';
 
 /**
- * A model-based test of the job lifecycle (contract §4) against the real stack: fast-check draws sequences
+ * A model-based test of the job lifecycle (docs/api.md#job-states) against the real stack: fast-check draws sequences
  * of init, PUT (once, twice, to another key), prepare, confirm, re-prepare, idempotent replays, expiry of
  * short-lived sessions, versions of the works created, some sent concurrently; each command checks its
  * answers against the model, and after every sequence the money and the chain are checked (see `invariants`).

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { crc32 } from 'node:zlib';
 import { generateToken, isWellFormedToken, hashToken, tokenPrefix, base62 } from '../../shared/api-keys/token';
 
-describe('API key tokens (contract §2)', () => {
+describe('API key tokens (docs/api.md#api-keys)', () => {
   it('have the wrk_live_ prefix and 40 base62 characters', () => {
     for (let i = 0; i < 50; i++) expect(generateToken()).to.match(/^wrk_live_[0-9A-Za-z]{40}$/);
   });

@@ -135,7 +135,7 @@ describe('webhook destination vetting', () => {
   });
 });
 
-describe('webhook retry delays (contract §7)', () => {
+describe('webhook retry delays (docs/api.md#delivery-and-retries)', () => {
   const schedule = [1, 5, 30, 120, 600, 1800];
   it('follows the schedule, holding its last step', () => {
     expect([0, 1, 2, 3, 4, 5, 6].map((i) => retryDelaySeconds(schedule, i))).to.deep.equal([1, 5, 30, 120, 600, 1800, 1800]);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { decodeCursor, encodeCursor } from '../../shared/works/cursor';
 import { attachment } from '../../shared/works/downloads';
 
-describe('listing cursors (contract §6: opaque)', () => {
+describe('listing cursors (docs/api.md#listing-and-cursors: opaque)', () => {
   const cursor = { createdAt: '2026-11-22T10:15:30.123456Z', id: '3f1c2a9e-5b7d-4e21-9c4a-8d2f6b1e0a37' };
 
   it('round-trips the microseconds and the id through an opaque URL-safe string', () => {

@@ -46,6 +46,11 @@ export interface Operation {
   readonly path: string;
   readonly id: string;
   readonly summary: string;
+  /**
+   * The heading of docs/api.md that states this operation's contract, as its anchor (`registration-init`):
+   * the document's description names it (`docs/api.md#registration-init`), and a test checks it exists.
+   */
+  readonly docs?: string;
   readonly tag: string;
   readonly security: Security;
   /** The scope an API key needs. */

@@ -10,7 +10,7 @@ const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
 
 /**
  * JSON bodies only, within the configured limit, left in ctx.request.body. Malformed JSON answers 400, a
- * body that is not UTF-8 400 (contract §4: decoded strictly, never into U+FFFD), a `__proto__` key 400, an
+ * body that is not UTF-8 400 (docs/api.md#conventions: decoded strictly, never into U+FFFD), a `__proto__` key 400, an
  * oversized body 413, and a body of another media type 415, all in the envelope (see the errors middleware).
  * co-body (under @koa/bodyparser) decodes with replacement characters, hence this reader over the same
  * raw-body and inflation it uses.

@@ -7,7 +7,7 @@ import type { Principal } from '../../shared/api-keys/types';
 const KEY_SHAPE = /^[A-Za-z0-9._:-]{1,255}$/;
 
 /**
- * Honours `Idempotency-Key` (contract §4): the handler's first answer is replayed byte for byte.
+ * Honours `Idempotency-Key` (docs/api.md#idempotency): the handler's first answer is replayed byte for byte.
  * Runs after authentication (keys are scoped to the API key) and validation; `handle` answers a first request.
  */
 export function idempotent(app: Resources): (ctx: Context, principal: Principal, handle: () => Promise<void>) => Promise<void> {

@@ -19,7 +19,7 @@ export function toDetails(errors: ErrorObject[] | null | undefined): ErrorDetail
 const UNSTORABLE = /[\u0000\p{Cs}]/u;
 
 /**
- * Every string in a parsed body or query (keys included) that PostgreSQL's text cannot hold (contract §4).
+ * Every string in a parsed body or query (keys included) that PostgreSQL's text cannot hold (docs/api.md#conventions).
  * Checked here, before any schema or handler, so no route has to remember it.
  */
 export function unstorableText(value: unknown): ErrorDetail[] {
@@ -71,7 +71,7 @@ export function validateBody<T>(schema: SchemaObject, code: ErrorCode = 'common.
 
 /**
  * Koa's parser turns escapes that are not UTF-8 (`%ED%A0%80`, a surrogate's CESU-8 form; `%FF`) into U+FFFD
- * without a word; such a query is malformed (contract §4), so it is decoded strictly here first.
+ * without a word; such a query is malformed (docs/api.md#conventions), so it is decoded strictly here first.
  */
 function isUtf8Query(querystring: string): boolean {
   try {
@@ -86,7 +86,7 @@ function isUtf8Query(querystring: string): boolean {
 const queryAjv = new Ajv({ allErrors: true, strict: true, coerceTypes: true, useDefaults: true });
 
 /**
- * A query checker for a schema (400 `common.bad_request` with details, contract §1: a malformed query): the
+ * A query checker for a schema (400 `common.bad_request` with details, docs/api.md#errors: a malformed query): the
  * coerced value, defaults filled in.
  */
 export function validateQuery<T>(schema: SchemaObject): (ctx: Context) => T {

@@ -3,7 +3,7 @@ import { SCOPES } from '../../shared/api-keys/types';
 import { STEPS } from '../../shared/transactions/steps';
 
 /**
- * Response shapes of the API (spec §2, contract §§4–8), as JSON Schema. Request bodies are not here: the
+ * Response shapes of the API (docs/api.md), as JSON Schema. Request bodies are not here: the
  * document takes them from the schemas the routes validate with (web/routes/<route>/schemas.ts).
  */
 export const str = { type: 'string' } as const;
@@ -21,7 +21,7 @@ export const object = (properties: Record<string, unknown>, optional: string[] =
   properties,
 });
 
-/** The error envelope (contract §1), with `code` limited to the given codes. */
+/** The error envelope (docs/api.md#error-envelope), with `code` limited to the given codes. */
 export const errorEnvelope = (codes: readonly string[]) =>
   object({
     error: object(
@@ -95,7 +95,7 @@ export const Transaction = object({
   updated_at: dateTime,
 });
 
-/** The read routes (contract §6). */
+/** The read routes (docs/api.md#reading-works). */
 const bool = { type: 'boolean' } as const;
 const nullableString = nullable(str);
 
@@ -178,7 +178,7 @@ export const Readiness = object({
 });
 export const Jwks = object({ keys: { type: 'array', items: { type: 'object' } } });
 
-/** Webhook payloads (contract §7). */
+/** Webhook payloads (docs/api.md#events). */
 const eventBase = {
   transaction_id: uuid,
   organization_id: uuid,

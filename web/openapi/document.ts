@@ -36,6 +36,16 @@ function errorResponses(op: Operation) {
   );
 }
 
+/**
+ * Where the contract of a route or event is stated, for a reader of /docs: a relative link would lead nowhere
+ * from there, so the file and anchor are named as code (which also keeps Swagger UI from linkifying `api.md`
+ * as a web address); on GitHub, and in a checkout, `docs/api.md#<anchor>` is that very section.
+ */
+export const contractRef = (anchor: string) => `Contract: \`docs/api.md#${anchor}\`.`;
+
+const description = (op: Operation) =>
+  [op.scope && `API key scope: \`${op.scope}\`.`, op.docs && contractRef(op.docs)].filter(Boolean).join(' ');
+
 function operationObject(op: Operation) {
   const pathParams = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
     name: m[1]!,
@@ -77,7 +87,7 @@ function operationObject(op: Operation) {
     summary: op.summary,
     tags: [op.tag],
     security: SECURITY[op.security],
-    ...(op.scope ? { description: `API key scope: \`${op.scope}\`.` } : {}),
+    ...(description(op) ? { description: description(op) } : {}),
     ...(parameters.length ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
     responses: { ...responses, ...errorResponses(op) },
@@ -113,6 +123,7 @@ function webhook(summary: string, schema: Record<string, unknown>) {
   return {
     post: {
       summary,
+      description: `${contractRef('events')} Signature and retries: \`docs/api.md#headers-and-signature\`, \`docs/api.md#delivery-and-retries\`.`,
       parameters: webhookHeaders,
       requestBody: { required: true, content: { 'application/json': { schema } } },
       responses: {
@@ -139,7 +150,8 @@ export function buildOpenApiDocument(options: { includeDev?: boolean } = {}) {
       title: 'works-api',
       version: '1.0.0',
       description:
-        'Register musical works on a Substrate chain and add versions, server to server. Errors are always the envelope `{ error: { code, message, request_id, details? } }`; another organization’s resource is 404, never 403.',
+        'Register musical works on a Substrate chain and add versions, server to server. Errors are always the envelope `{ error: { code, message, request_id, details? } }`; another organization’s resource is 404, never 403. ' +
+        'The contract in prose, section by section, is `docs/api.md` in the repository: each operation names its section.',
     },
     servers: [{ url: '/' }],
     tags: ['Registration', 'Versions', 'Works', 'Transactions', 'API keys', 'Sessions', 'Operations'].map((name) => ({ name })),

@@ -14,7 +14,7 @@ export interface LiveCredentials {
 }
 
 /**
- * Who opens a live socket (contract §6, §8): any API key of the organization in `Authorization`, or a
+ * Who opens a live socket (docs/api.md#websocket, docs/api.md#sessions): any API key of the organization in `Authorization`, or a
  * session token there or in `?access_token=`. An API key is refused in the query string, where proxies and
  * access logs would keep it.
  */

@@ -28,6 +28,6 @@ export class TransactionFeed {
 
 export type FrameType = 'connected' | 'update' | 'error';
 
-/** A frame of contract §6: `{ type, transaction }` with the REST body. */
+/** A frame of docs/api.md#websocket: `{ type, transaction }` with the REST body. */
 export const frame = (type: FrameType, transaction: TransactionView | null, error?: { code: string; message: string }): string =>
   JSON.stringify(error ? { type, transaction, error } : { type, transaction });

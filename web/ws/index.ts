@@ -22,7 +22,7 @@ const CLOSE_GRACE_MS = 2000;
 
 /**
  * Live transaction tracking on the web's HTTP server: the plain WebSocket route and socket.io, both fed by
- * one Redis subscription per process (contract §6, spec 4.11).
+ * one Redis subscription per process (docs/api.md#websocket).
  */
 export function attachLiveTracking(server: http.Server, app: Resources): LiveTracking {
   const hub = new TransactionUpdatesHub(app);

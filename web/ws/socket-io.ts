@@ -31,7 +31,7 @@ export interface SocketIoDeps {
 }
 
 /**
- * socket.io on the web's HTTP server for clients that want automatic reconnection (spec 4.11): the same
+ * socket.io on the web's HTTP server for clients that want automatic reconnection (docs/api.md#socketio): the same
  * authentication as the plain socket, then `subscribe` with a transaction id. The credential travels in the
  * HTTP handshake itself (`Authorization: Bearer`, or `?access_token=` for a session token) and is checked
  * there, before engine.io allocates a session: an anonymous or forged handshake costs one lookup and a 403,

@@ -10,7 +10,7 @@ export interface SocketLimits {
 }
 
 /**
- * Close codes: 1000 after a terminal state (contract §6); 1001 when idle; 1012 (Service Restart) when the
+ * Close codes: 1000 after a terminal state (docs/api.md#websocket); 1001 when idle; 1012 (Service Restart) when the
  * process stops: reconnect, and `connected` brings the current state.
  */
 export const CLOSE_COMPLETE = 1000;

@@ -20,7 +20,7 @@ export interface TransactionUpgradeDeps {
 }
 
 /**
- * The plain RFC 6455 socket at `ws_url` (contract §6). The upgrade is authenticated, counted against the
+ * The plain RFC 6455 socket at `ws_url` (docs/api.md#websocket). The upgrade is authenticated, counted against the
  * organization and checked against the transaction before it is accepted; a refusal is an ordinary HTTP
  * response with the error envelope (401, 404, 429, 503), and no socket is opened.
  */

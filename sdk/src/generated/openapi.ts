@@ -14,8 +14,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reserve an upload for a new work and get a presigned PUT URL (spec 4.1)
-         * @description API key scope: `works:register`.
+         * Reserve an upload for a new work and get a presigned PUT URL
+         * @description API key scope: `works:register`. Contract: `docs/api.md#registration-init`.
          */
         post: operations["initRegistration"];
         delete?: never;
@@ -34,8 +34,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Hash the uploaded audio, dry-run the chain call and quote a binding price (spec 4.3); again before confirm replaces the quote, after confirm 404
-         * @description API key scope: `works:register`.
+         * Hash the uploaded audio, dry-run the chain call and quote a binding price; again before confirm replaces the quote, after confirm 404
+         * @description API key scope: `works:register`. Contract: `docs/api.md#registration-prepare`.
          */
         post: operations["prepareRegistration"];
         delete?: never;
@@ -54,8 +54,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept the quote: debit it and start the chain transaction (spec 4.4); once per job, a second confirm 404
-         * @description API key scope: `works:register`.
+         * Accept the quote: debit it and start the chain transaction; once per job, a second confirm 404
+         * @description API key scope: `works:register`. Contract: `docs/api.md#registration-confirm`.
          */
         post: operations["confirmRegistration"];
         delete?: never;
@@ -74,8 +74,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reserve a metadata-only version reusing the anchored audio (spec 4.5)
-         * @description API key scope: `works:update`.
+         * Reserve a metadata-only version reusing the anchored audio
+         * @description API key scope: `works:update`. Contract: `docs/api.md#versions-init`.
          */
         post: operations["initVersion"];
         delete?: never;
@@ -94,8 +94,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reserve a version with new audio and get a presigned PUT URL (spec 4.6)
-         * @description API key scope: `works:update`.
+         * Reserve a version with new audio and get a presigned PUT URL
+         * @description API key scope: `works:update`. Contract: `docs/api.md#versions-init-upload`.
          */
         post: operations["initVersionUpload"];
         delete?: never;
@@ -114,8 +114,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Quote a version (spec 4.7)
-         * @description API key scope: `works:update`.
+         * Quote a version
+         * @description API key scope: `works:update`. Contract: `docs/api.md#versions-prepare-and-confirm`.
          */
         post: operations["prepareVersion"];
         delete?: never;
@@ -134,8 +134,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept a version quote (spec 4.7)
-         * @description API key scope: `works:update`.
+         * Accept a version quote
+         * @description API key scope: `works:update`. Contract: `docs/api.md#versions-prepare-and-confirm`.
          */
         post: operations["confirmVersion"];
         delete?: never;
@@ -152,8 +152,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The organization’s works, newest first, by cursor: ?network, ?first (1–100, 20), ?after, ?external_user_ref (a session token’s ref is forced) (spec 4.8)
-         * @description API key scope: `works:read`.
+         * The organization’s works, newest first, by cursor: ?network, ?first (1–100, 20), ?after, ?external_user_ref (a session token’s ref is forced)
+         * @description API key scope: `works:read`. Contract: `docs/api.md#listing-and-cursors`.
          */
         get: operations["listWorks"];
         put?: never;
@@ -172,8 +172,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A work by ats_id (?network; organization-wide, any external_user_ref ignored) (spec 4.9)
-         * @description API key scope: `works:read`.
+         * A work by ats_id (?network; organization-wide, any external_user_ref ignored)
+         * @description API key scope: `works:read`. Contract: `docs/api.md#work-detail`.
          */
         get: operations["getWork"];
         put?: never;
@@ -192,8 +192,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every finalized version of a work, oldest first (spec 4.9)
-         * @description API key scope: `works:read`.
+         * Every finalized version of a work, oldest first
+         * @description API key scope: `works:read`. Contract: `docs/api.md#work-detail`.
          */
         get: operations["listWorkVersions"];
         put?: never;
@@ -212,8 +212,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The creators the latest version (or ?version=N) anchored (spec 4.9)
-         * @description API key scope: `works:read`.
+         * The creators the latest version (or ?version=N) anchored
+         * @description API key scope: `works:read`. Contract: `docs/api.md#work-detail`.
          */
         get: operations["listWorkCreators"];
         put?: never;
@@ -232,8 +232,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The latest version’s audio (spec 4.10)
-         * @description API key scope: `works:read`.
+         * The latest version’s audio
+         * @description API key scope: `works:read`. Contract: `docs/api.md#downloads`.
          */
         get: operations["downloadLatestAudio"];
         put?: never;
@@ -252,8 +252,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The latest version’s PDF certificate, rendered first if missing (spec 4.10)
-         * @description API key scope: `works:read`.
+         * The latest version’s PDF certificate, rendered first if missing
+         * @description API key scope: `works:read`. Contract: `docs/api.md#downloads`.
          */
         get: operations["downloadLatestCertificate"];
         put?: never;
@@ -272,8 +272,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A version’s audio: for a metadata-only version, the audio it anchored (spec 4.10)
-         * @description API key scope: `works:read`.
+         * A version’s audio: for a metadata-only version, the audio it anchored
+         * @description API key scope: `works:read`. Contract: `docs/api.md#downloads`.
          */
         get: operations["downloadVersionAudio"];
         put?: never;
@@ -292,8 +292,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A version’s PDF certificate (spec 4.10)
-         * @description API key scope: `works:read`.
+         * A version’s PDF certificate
+         * @description API key scope: `works:read`. Contract: `docs/api.md#downloads`.
          */
         get: operations["downloadVersionCertificate"];
         put?: never;
@@ -311,7 +311,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A transaction’s status, steps and result (spec 4.11, contract §6) */
+        /**
+         * A transaction’s status, steps and result
+         * @description Contract: `docs/api.md#polling`.
+         */
         get: operations["getTransaction"];
         put?: never;
         post?: never;
@@ -328,7 +331,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live tracking (spec 4.11, contract §6): an RFC 6455 upgrade, authenticated before it is accepted (API key in Authorization, or a session token there or in ?access_token=). Frames { type: connected|update, transaction } carry this route’s REST body; closed with 1000 after completed or failed. socket.io clients use path /v1/socket.io and `subscribe`. */
+        /**
+         * Live tracking: an RFC 6455 upgrade, authenticated before it is accepted (API key in Authorization, or a session token there or in ?access_token=). Frames { type: connected|update, transaction } carry this route’s REST body; closed with 1000 after completed or failed. socket.io clients use path /v1/socket.io and `subscribe`.
+         * @description Contract: `docs/api.md#websocket`.
+         */
         get: operations["trackTransaction"];
         put?: never;
         post?: never;
@@ -345,10 +351,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization’s API keys, never a token or secret */
+        /**
+         * The organization’s API keys, never a token or secret
+         * @description Contract: `docs/api.md#api-key-management`.
+         */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create an API key; its token and webhook secret are shown this once (spec 4.13) */
+        /**
+         * Create an API key; its token and webhook secret are shown this once
+         * @description Contract: `docs/api.md#api-key-management`.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -366,7 +378,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key, at once everywhere (204 also when already revoked) */
+        /**
+         * Revoke a key, at once everywhere (204 also when already revoked)
+         * @description Contract: `docs/api.md#api-key-management`.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
@@ -383,8 +398,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * A one-hour read-only session token bound to an end-user ref, issued by a key with works:read (contract §8)
-         * @description API key scope: `works:read`.
+         * A one-hour read-only session token bound to an end-user ref, issued by a key with works:read
+         * @description API key scope: `works:read`. Contract: `docs/api.md#sessions`.
          */
         post: operations["createSession"];
         delete?: never;
@@ -434,7 +449,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (operators: the operator credential, or a token with the operator role) */
+        /**
+         * Prometheus metrics (operators: the operator credential, or a token with the operator role)
+         * @description Contract: `docs/api.md#operators`.
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -502,7 +520,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Bull Board: every queue, retry of failed and dead-lettered jobs (its JSON API lives below this path) */
+        /**
+         * Bull Board: every queue, retry of failed and dead-lettered jobs (its JSON API lives below this path)
+         * @description Contract: `docs/api.md#operators`.
+         */
         get: operations["queuesBoard"];
         put?: never;
         post?: never;
@@ -523,7 +544,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A registration finalized */
+        /**
+         * A registration finalized
+         * @description Contract: `docs/api.md#events`. Signature and retries: `docs/api.md#headers-and-signature`, `docs/api.md#delivery-and-retries`.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -595,7 +619,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A version finalized */
+        /**
+         * A version finalized
+         * @description Contract: `docs/api.md#events`. Signature and retries: `docs/api.md#headers-and-signature`, `docs/api.md#delivery-and-retries`.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -668,7 +695,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A registration or version failed; the whole debit was refunded first */
+        /**
+         * A registration or version failed; the whole debit was refunded first
+         * @description Contract: `docs/api.md#events`. Signature and retries: `docs/api.md#headers-and-signature`, `docs/api.md#delivery-and-retries`.
+         */
         post: {
             parameters: {
                 query?: never;

@@ -4,15 +4,20 @@ import * as C from '../../openapi/components';
 import { createApiKeySchema } from './schemas';
 import { presentApiKey, presentCreatedApiKey } from './presenters';
 
-// Key management (spec 4.13): administrators of the organization only; `admin` security also checks it exists.
-const keys = { path: '/v1/organizations/{organization_id}/api-keys', tag: 'API keys', security: 'admin' } as const;
+// Key management (docs/api.md#api-key-management): administrators of the organization only; `admin` security also checks it exists.
+const keys = {
+  path: '/v1/organizations/{organization_id}/api-keys',
+  tag: 'API keys',
+  security: 'admin',
+  docs: 'api-key-management',
+} as const;
 
 export const apiKeysRoutes: readonly Route[] = [
   defineRoute({
     ...keys,
     method: 'post',
     id: 'createApiKey',
-    summary: 'Create an API key; its token and webhook secret are shown this once (spec 4.13)',
+    summary: 'Create an API key; its token and webhook secret are shown this once',
     body: createApiKeySchema,
     responses: { 201: { description: 'The key, with token and webhook_secret', schema: C.CreatedApiKey } },
     errors: ['common.validation_failed', 'common.not_found'],

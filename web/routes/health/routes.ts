@@ -50,6 +50,7 @@ export const healthRoutes: readonly Route[] = [
     path: '/metrics',
     id: 'metrics',
     summary: 'Prometheus metrics (operators: the operator credential, or a token with the operator role)',
+    docs: 'operators',
     security: 'operator',
     responses: { 200: { description: 'Prometheus text format', contentType: 'text/plain' } },
     handler: async (ctx, _input, { metrics }) => {

@@ -18,6 +18,7 @@ export const queuesBoardOperation: ServedElsewhere = {
   path: BOARD_PATH,
   id: 'queuesBoard',
   summary: 'Bull Board: every queue, retry of failed and dead-lettered jobs (its JSON API lives below this path)',
+  docs: 'operators',
   tag: 'Operations',
   security: 'operator',
   responses: { 200: { description: 'HTML', contentType: 'text/html' } },

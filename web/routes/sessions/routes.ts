@@ -3,12 +3,13 @@ import { defineRoute, type Route } from '../../http/route';
 import * as C from '../../openapi/components';
 import { createSessionSchema } from './schemas';
 
-/** End-user sessions (contract §8): a key with `works:read` issues one (a session only reads). */
+/** End-user sessions (docs/api.md#sessions): a key with `works:read` issues one (a session only reads). */
 export const createSessionRoute: Route = defineRoute({
   method: 'post',
   path: '/v1/sessions',
   id: 'createSession',
-  summary: 'A one-hour read-only session token bound to an end-user ref, issued by a key with works:read (contract §8)',
+  summary: 'A one-hour read-only session token bound to an end-user ref, issued by a key with works:read',
+  docs: 'sessions',
   tag: 'Sessions',
   security: 'apiKey',
   scope: 'works:read',

@@ -2,12 +2,13 @@ import { getTransaction } from '../../../shared/transactions/service';
 import { defineRoute, type Route, type ServedElsewhere } from '../../http/route';
 import * as C from '../../openapi/components';
 
-/** REST polling of a transaction (spec 4.11, contract §6): any key of the owning organization, or its ref's session. */
+/** REST polling of a transaction (docs/api.md#polling): any key of the owning organization, or its ref's session. */
 export const getTransactionRoute: Route = defineRoute({
   method: 'get',
   path: '/v1/transactions/{transaction_id}',
   id: 'getTransaction',
-  summary: 'A transaction’s status, steps and result (spec 4.11, contract §6)',
+  summary: 'A transaction’s status, steps and result',
+  docs: 'polling',
   tag: 'Transactions',
   security: 'apiKeyOrSession',
   responses: { 200: { description: 'The transaction', schema: C.Transaction } },
@@ -24,9 +25,10 @@ export const trackTransactionOperation: ServedElsewhere = {
   path: '/v1/ws/transactions/{transaction_id}',
   id: 'trackTransaction',
   summary:
-    'Live tracking (spec 4.11, contract §6): an RFC 6455 upgrade, authenticated before it is accepted (API key in Authorization, ' +
+    'Live tracking: an RFC 6455 upgrade, authenticated before it is accepted (API key in Authorization, ' +
     'or a session token there or in ?access_token=). Frames { type: connected|update, transaction } carry this route’s REST body; ' +
     'closed with 1000 after completed or failed. socket.io clients use path /v1/socket.io and `subscribe`.',
+  docs: 'websocket',
   tag: 'Transactions',
   security: 'apiKeyOrSession',
   responses: { 101: { description: 'Switching Protocols: the socket is open' } },

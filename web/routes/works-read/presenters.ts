@@ -3,7 +3,7 @@ import type { Download } from '../../../shared/works/downloads';
 import type { WorksPage } from '../../../shared/works/service';
 import type { WorkRecord, WorkVersionRecord } from '../../../shared/works/types';
 
-/** A work as spec 2.5 lists it (the listing's element). */
+/** A work as the listing lists it (docs/api.md#listing-and-cursors). */
 export function presentWork(work: WorkRecord) {
   return {
     id: work.id,
@@ -33,7 +33,7 @@ export function presentWorksPage(page: WorksPage) {
   };
 }
 
-/** Contract §6: the listing's work plus network, external_user_ref and versions_count. */
+/** docs/api.md#work-detail: the listing's work plus network, external_user_ref and versions_count. */
 export function presentWorkDetail({ work, versionsCount }: { work: WorkRecord; versionsCount: number }) {
   return { ...presentWork(work), network: work.network, external_user_ref: work.externalUserRef, versions_count: versionsCount };
 }

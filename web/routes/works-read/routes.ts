@@ -13,7 +13,7 @@ function pathNumber(value: string, what: string): number {
   return Number(value);
 }
 
-/** Every read route also takes an end-user session token, limited to its ref's works (contract §8). */
+/** Every read route also takes an end-user session token, limited to its ref's works (docs/api.md#sessions). */
 const read = { method: 'get', tag: 'Works', security: 'apiKeyOrSession', scope: 'works:read' } as const;
 /** The detail routes: by ats_id, the chain picked by ?network; a session token sees its own ref's works only. */
 const detail = (description: string, schema: JsonSchema) => ({
@@ -23,7 +23,7 @@ const detail = (description: string, schema: JsonSchema) => ({
 });
 const download = { ...read, responses: { 200: { description: 'A presigned GET URL, valid 10 minutes', schema: C.Download } }, errors: [] };
 
-/** The read side (spec 4.8–4.10, contract §6), scope `works:read`. */
+/** The read side (docs/api.md#reading-works), scope `works:read`. */
 export const worksReadRoutes: readonly Route[] = [
   defineRoute({
     ...read,
@@ -32,7 +32,8 @@ export const worksReadRoutes: readonly Route[] = [
     query: listWorksQuerySchema,
     summary:
       'The organization’s works, newest first, by cursor: ?network, ?first (1–100, 20), ?after, ?external_user_ref ' +
-      '(a session token’s ref is forced) (spec 4.8)',
+      '(a session token’s ref is forced)',
+    docs: 'listing-and-cursors',
     responses: { 200: { description: 'A page of works with page_info and total_count', schema: C.WorksPage } },
     errors: ['common.bad_request', 'common.not_found'],
     handler: async (ctx, { caller, query }, { app }) => {
@@ -44,7 +45,8 @@ export const worksReadRoutes: readonly Route[] = [
     path: '/v1/works/{ats_id}',
     id: 'getWork',
     query: workQuerySchema,
-    summary: 'A work by ats_id (?network; organization-wide, any external_user_ref ignored) (spec 4.9)',
+    summary: 'A work by ats_id (?network; organization-wide, any external_user_ref ignored)',
+    docs: 'work-detail',
     handler: async (ctx, { caller, params, query }, { app }) => {
       const atsId = pathNumber(params.ats_id, 'Work');
       ctx.body = presentWorkDetail(await workDetail(app.db, caller, atsId, query.network));
@@ -55,7 +57,8 @@ export const worksReadRoutes: readonly Route[] = [
     path: '/v1/works/{ats_id}/versions',
     id: 'listWorkVersions',
     query: workQuerySchema,
-    summary: 'Every finalized version of a work, oldest first (spec 4.9)',
+    summary: 'Every finalized version of a work, oldest first',
+    docs: 'work-detail',
     handler: async (ctx, { caller, params, query }, { app }) => {
       const atsId = pathNumber(params.ats_id, 'Work');
       ctx.body = presentVersions(await workVersions(app.db, caller, atsId, query.network));
@@ -66,7 +69,8 @@ export const worksReadRoutes: readonly Route[] = [
     path: '/v1/works/{ats_id}/creators',
     id: 'listWorkCreators',
     query: creatorsQuerySchema,
-    summary: 'The creators the latest version (or ?version=N) anchored (spec 4.9)',
+    summary: 'The creators the latest version (or ?version=N) anchored',
+    docs: 'work-detail',
     handler: async (ctx, { caller, params, query }, { app }) => {
       const atsId = pathNumber(params.ats_id, 'Work');
       ctx.body = presentCreators(await workCreators(app.db, caller, atsId, query.network, query.version));
@@ -76,7 +80,8 @@ export const worksReadRoutes: readonly Route[] = [
     ...download,
     path: '/v1/works/{work_uuid}/download/asset',
     id: 'downloadLatestAudio',
-    summary: 'The latest version’s audio (spec 4.10)',
+    summary: 'The latest version’s audio',
+    docs: 'downloads',
     handler: async (ctx, { caller, params }, { app }) => {
       ctx.body = presentDownload(await audioDownload(app, caller, params.work_uuid));
     },
@@ -85,7 +90,8 @@ export const worksReadRoutes: readonly Route[] = [
     ...download,
     path: '/v1/works/{work_uuid}/download/certificate',
     id: 'downloadLatestCertificate',
-    summary: 'The latest version’s PDF certificate, rendered first if missing (spec 4.10)',
+    summary: 'The latest version’s PDF certificate, rendered first if missing',
+    docs: 'downloads',
     handler: async (ctx, { caller, params }, { app }) => {
       ctx.body = presentDownload(await certificateDownload(app, caller, params.work_uuid));
     },
@@ -94,7 +100,8 @@ export const worksReadRoutes: readonly Route[] = [
     ...download,
     path: '/v1/works/{work_uuid}/versions/{v}/download/audio',
     id: 'downloadVersionAudio',
-    summary: 'A version’s audio: for a metadata-only version, the audio it anchored (spec 4.10)',
+    summary: 'A version’s audio: for a metadata-only version, the audio it anchored',
+    docs: 'downloads',
     handler: async (ctx, { caller, params }, { app }) => {
       const version = pathNumber(params.v, 'Version');
       ctx.body = presentDownload(await audioDownload(app, caller, params.work_uuid, version));
@@ -104,7 +111,8 @@ export const worksReadRoutes: readonly Route[] = [
     ...download,
     path: '/v1/works/{work_uuid}/versions/{v}/download/certificate',
     id: 'downloadVersionCertificate',
-    summary: 'A version’s PDF certificate (spec 4.10)',
+    summary: 'A version’s PDF certificate',
+    docs: 'downloads',
     handler: async (ctx, { caller, params }, { app }) => {
       const version = pathNumber(params.v, 'Version');
       ctx.body = presentDownload(await certificateDownload(app, caller, params.work_uuid, version));

@@ -2,8 +2,8 @@ import { NETWORKS } from '../../../shared/config';
 import { typed } from '../../http/route';
 
 /**
- * Query strings of the read routes (spec 4.8–4.10, contract §6). Parameters not named here are ignored:
- * the detail routes ignore `external_user_ref` by design (spec 4.9).
+ * Query strings of the read routes (docs/api.md#reading-works). Parameters not named here are ignored:
+ * the detail routes ignore `external_user_ref` by design (docs/api.md#work-detail).
  */
 const network = { type: 'string', enum: [...NETWORKS] } as const;
 

@@ -1,6 +1,6 @@
 import type { PreparedQuote } from '../../../shared/registration/types';
 
-/** The quote of spec 2.3: registration quotes carry work_id and total_deposit_credits. */
+/** The quote (docs/api.md#quotes-and-pricing): registration quotes carry work_id and total_deposit_credits. */
 export function presentRegistrationQuote(quote: PreparedQuote) {
   return {
     job_id: quote.session.jobId,
@@ -12,7 +12,7 @@ export function presentRegistrationQuote(quote: PreparedQuote) {
   };
 }
 
-/** A version quote (spec 4.7): version_deposit_credits instead of total_deposit_credits, and no work_id. */
+/** A version quote (docs/api.md#versions-prepare-and-confirm): version_deposit_credits instead of total_deposit_credits, and no work_id. */
 export function presentVersionQuote(quote: PreparedQuote) {
   return {
     job_id: quote.session.jobId,

@@ -24,13 +24,14 @@ const prepareErrors: ErrorCode[] = [
   'registration.dry_run_failed',
 ];
 
-/** Registration (spec 4.1–4.4) and versions (4.5–4.7): init, prepare, confirm. */
+/** Registration and versions: init, prepare, confirm (docs/api.md#registration, docs/api.md#versions). */
 export const worksRoutes: readonly Route[] = [
   defineRoute({
     ...register,
     path: '/v1/works/init',
     id: 'initRegistration',
-    summary: 'Reserve an upload for a new work and get a presigned PUT URL (spec 4.1)',
+    summary: 'Reserve an upload for a new work and get a presigned PUT URL',
+    docs: 'registration-init',
     body: initRegistrationSchema,
     rateLimited: true,
     idempotent: true,
@@ -47,8 +48,9 @@ export const worksRoutes: readonly Route[] = [
     path: '/v1/works/prepare',
     id: 'prepareRegistration',
     summary:
-      'Hash the uploaded audio, dry-run the chain call and quote a binding price (spec 4.3); ' +
+      'Hash the uploaded audio, dry-run the chain call and quote a binding price; ' +
       'again before confirm replaces the quote, after confirm 404',
+    docs: 'registration-prepare',
     body: jobIdSchema,
     rateLimited: true,
     responses: {
@@ -66,7 +68,8 @@ export const worksRoutes: readonly Route[] = [
     ...register,
     path: '/v1/works/confirm',
     id: 'confirmRegistration',
-    summary: 'Accept the quote: debit it and start the chain transaction (spec 4.4); once per job, a second confirm 404',
+    summary: 'Accept the quote: debit it and start the chain transaction; once per job, a second confirm 404',
+    docs: 'registration-confirm',
     body: jobIdSchema,
     responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
     errors: ['common.validation_failed', 'registration.prepared_not_found', 'registration.quote_invalid'],
@@ -79,7 +82,8 @@ export const worksRoutes: readonly Route[] = [
     ...version,
     path: '/v1/works/{ats_id}/versions/init',
     id: 'initVersion',
-    summary: 'Reserve a metadata-only version reusing the anchored audio (spec 4.5)',
+    summary: 'Reserve a metadata-only version reusing the anchored audio',
+    docs: 'versions-init',
     body: initVersionSchema,
     rateLimited: true,
     idempotent: true,
@@ -93,7 +97,8 @@ export const worksRoutes: readonly Route[] = [
     ...version,
     path: '/v1/works/{ats_id}/versions/init-upload',
     id: 'initVersionUpload',
-    summary: 'Reserve a version with new audio and get a presigned PUT URL (spec 4.6)',
+    summary: 'Reserve a version with new audio and get a presigned PUT URL',
+    docs: 'versions-init-upload',
     body: initVersionUploadSchema,
     rateLimited: true,
     idempotent: true,
@@ -107,7 +112,8 @@ export const worksRoutes: readonly Route[] = [
     ...version,
     path: '/v1/works/{ats_id}/versions/prepare',
     id: 'prepareVersion',
-    summary: 'Quote a version (spec 4.7)',
+    summary: 'Quote a version',
+    docs: 'versions-prepare-and-confirm',
     body: jobIdSchema,
     rateLimited: true,
     responses: { 200: { description: 'The version quote', schema: C.VersionQuote } },
@@ -120,7 +126,8 @@ export const worksRoutes: readonly Route[] = [
     ...version,
     path: '/v1/works/{ats_id}/versions/confirm',
     id: 'confirmVersion',
-    summary: 'Accept a version quote (spec 4.7)',
+    summary: 'Accept a version quote',
+    docs: 'versions-prepare-and-confirm',
     body: jobIdSchema,
     responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
     errors: ['common.validation_failed', 'common.not_found', 'registration.prepared_not_found', 'registration.quote_invalid'],

@@ -1,7 +1,7 @@
 import type { InitInput, VersionInitInput } from '../../../shared/registration/service';
 import { typed } from '../../http/route';
 
-/** JSON schemas of the work write routes (spec 4.1–4.7, contract §4). */
+/** JSON schemas of the work write routes (docs/api.md#registration, docs/api.md#field-rules, docs/api.md#versions). */
 export const creatorSchema = {
   type: 'object',
   additionalProperties: false,
@@ -41,7 +41,7 @@ export const initRegistrationSchema = typed<InitInput>()({
   },
 });
 
-/** Version init (spec 4.5): metadata only, no title (the work keeps its own). */
+/** Version init (docs/api.md#versions-init): metadata only, no title (the work keeps its own). */
 export const initVersionSchema = typed<VersionInitInput>()({
   type: 'object',
   additionalProperties: false,
@@ -49,7 +49,7 @@ export const initVersionSchema = typed<VersionInitInput>()({
   properties: { network, creators, external_user_ref: externalUserRef },
 });
 
-/** Version init-upload (spec 4.6): new audio too. */
+/** Version init-upload (docs/api.md#versions-init-upload): new audio too. */
 export const initVersionUploadSchema = typed<VersionInitInput>()({
   type: 'object',
   additionalProperties: false,

@@ -5,6 +5,7 @@ import { createOrg, createKey, suspendOrg } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { initBody, creator, upload, register } from '../helpers/registration';
 import { configWith } from '../helpers/services';
+import { creditOrganization } from '../../shared/organizations/service';
 
 describe('registration: every error row leaves nothing changed', function () {
   this.timeout(120_000);
@@ -148,6 +149,38 @@ describe('registration: every error row leaves nothing changed', function () {
     );
     expect(await snapshot(org)).to.deep.equal(before);
     expect(before.balance).to.equal(3);
+  });
+
+  it('confirm of a valid quote the balance no longer covers: 422 credits.insufficient, no debit, the quote kept', async () => {
+    const prepareOne = async (token: string) => {
+      const init = await call(app.url, 'POST', '/v1/works/init', { token, body: initBody() });
+      await upload(init.body.upload_url, randomBytes(1024));
+      const prepared = await call(app.url, 'POST', '/v1/works/prepare', { token, body: { job_id: init.body.job_id } });
+      expect(prepared.status).to.equal(200);
+      return { jobId: init.body.job_id as string, quote: prepared.body };
+    };
+    // the price of this call, learnt in another organization; credits for one and a half of it
+    const probe = await prepareOne((await createKey(app.context, await createOrg(app.context))).token);
+    const price = probe.quote.total_price_credits as number;
+    const org = await createOrg(app.context, Math.floor(price * 1.5));
+    const key = await createKey(app.context, org);
+    const [first, second] = [await prepareOne(key.token), await prepareOne(key.token)];
+    expect([first.quote.is_valid, second.quote.is_valid, second.quote.total_price_credits]).to.deep.equal([true, true, price]);
+    const confirmed = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: first.jobId } });
+    expect(confirmed.status).to.equal(202);
+    const before = await snapshot(org);
+    expect(before.balance).to.equal(Math.floor(price * 1.5) - price);
+    expectError(
+      await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: second.jobId } }),
+      422,
+      'credits.insufficient',
+    );
+    expect(await snapshot(org)).to.deep.equal(before);
+    // credits added later: the same quote confirms, charged once
+    await creditOrganization(app.context.db, org, price);
+    const later = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: second.jobId } });
+    expect(later.status).to.equal(202);
+    expect((await snapshot(org)).balance).to.equal(before.balance);
   });
 
   it('prepare: 413 registration.audio_too_large over the size limit', async () => {

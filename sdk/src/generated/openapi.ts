@@ -1687,7 +1687,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error envelope, code one of: `common.validation_failed`, `registration.quote_invalid` */
+            /** @description Error envelope, code one of: `common.validation_failed`, `registration.quote_invalid`, `credits.insufficient` */
             422: {
                 headers: {
                     /** @description The request’s id, also in every error envelope and log line */
@@ -1698,7 +1698,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "common.validation_failed" | "registration.quote_invalid";
+                            code: "common.validation_failed" | "registration.quote_invalid" | "credits.insufficient";
                             message: string;
                             request_id: string;
                             details?: {
@@ -2967,7 +2967,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error envelope, code one of: `common.validation_failed`, `registration.quote_invalid` */
+            /** @description Error envelope, code one of: `common.validation_failed`, `registration.quote_invalid`, `credits.insufficient` */
             422: {
                 headers: {
                     /** @description The request’s id, also in every error envelope and log line */
@@ -2978,7 +2978,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "common.validation_failed" | "registration.quote_invalid";
+                            code: "common.validation_failed" | "registration.quote_invalid" | "credits.insufficient";
                             message: string;
                             request_id: string;
                             details?: {

@@ -72,7 +72,7 @@ export const worksRoutes: readonly Route[] = [
     docs: 'registration-confirm',
     body: jobIdSchema,
     responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
-    errors: ['common.validation_failed', 'registration.prepared_not_found', 'registration.quote_invalid'],
+    errors: ['common.validation_failed', 'registration.prepared_not_found', 'registration.quote_invalid', 'credits.insufficient'],
     handler: async (ctx, { caller, body }, { app }) => {
       ctx.status = 202;
       ctx.body = await confirmJob(app, caller, body.job_id, 'register');
@@ -130,7 +130,13 @@ export const worksRoutes: readonly Route[] = [
     docs: 'versions-prepare-and-confirm',
     body: jobIdSchema,
     responses: { 202: { description: 'Transaction handle', schema: C.TransactionHandle } },
-    errors: ['common.validation_failed', 'common.not_found', 'registration.prepared_not_found', 'registration.quote_invalid'],
+    errors: [
+      'common.validation_failed',
+      'common.not_found',
+      'registration.prepared_not_found',
+      'registration.quote_invalid',
+      'credits.insufficient',
+    ],
     handler: async (ctx, { caller, params, body }, { app }) => {
       ctx.status = 202;
       ctx.body = await confirmJob(app, caller, body.job_id, 'add_version', atsIdParam(params.ats_id));

@@ -8,7 +8,8 @@ export type Doc = InstanceType<typeof PDFDocument>;
 
 /**
  * The certificate's faces: EB Garamond for the text, DejaVu Serif only for characters EB Garamond has not
- * (CJK, Arabic…), DejaVu Sans Mono for hashes. Free licences (OFL, Bitstream Vera), shipped by npm packages and
+ * (Armenian, Georgian…; CJK, Arabic and Hebrew neither has: they show as DejaVu's missing-glyph box), DejaVu
+ * Sans Mono for hashes. Free licences (OFL, Bitstream Vera), shipped by npm packages and
  * embedded as subsets in each PDF.
  *
  * Fontsource cuts EB Garamond into one file per script (Latin, Latin Extended, Vietnamese, Cyrillic, Cyrillic

@@ -8,7 +8,8 @@ import type { Font, Glyph, GlyphRun } from 'fontkit';
  *   positions of the run it gets in place, so each call gets its own copy of the remembered positions;
  * - a glyph's outline decoding, which fontkit's TrueType subsetter repeats for every glyph of every subset only
  *   to learn whether the glyph is composite (it copies the glyph's bytes as they are). Static fonts only: a
- *   variable font's decoding depends on its variation settings.
+ *   variable font's decoding depends on its variation settings. A glyph keeps the characters it stands for,
+ *   even when a subsetter was first to ask for it (see `glyphOf`).
  */
 /** The longest word remembered (PDFKit shapes word by word). */
 const LONGEST = 32;
@@ -34,7 +35,11 @@ export function withMemos(font: Font, limit = 2_000): Font {
   const getGlyph = font.getGlyph.bind(font);
   const glyphOf = (id: number, codePoints?: number[]): Glyph => {
     // fontkit keeps one glyph object per id, so its memo is made once
-    const glyph = getGlyph(id, codePoints) as Glyph & { _decode?: () => unknown };
+    const glyph = getGlyph(id, codePoints) as Glyph & { _decode?: () => unknown; codePoints: number[] };
+    // ... with the code points of its first asking. A subsetter adding a composite glyph's parts (Greek ί's ι) asks
+    // with none, and in a shared font the next document then found ι without its character: no ToUnicode entry,
+    // so a reader copying the text dropped it. The first asking that names them fills them in.
+    if (glyph && codePoints?.length && !glyph.codePoints.length) glyph.codePoints = codePoints;
     if (glyph?._decode && !Object.hasOwn(glyph, '_decode')) {
       const decode = glyph._decode.bind(glyph);
       let decoded: { value: unknown } | undefined;

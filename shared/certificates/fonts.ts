@@ -7,59 +7,127 @@ import { withMemos } from './font-memo';
 export type Doc = InstanceType<typeof PDFDocument>;
 
 /**
- * The certificate's faces: EB Garamond for the text (its Latin and Latin Extended files, the same design),
- * DejaVu for characters beyond them (Greek, Cyrillic…), DejaVu Sans Mono for hashes. Free licences (OFL,
- * Bitstream Vera), shipped by npm packages and embedded as subsets in each PDF.
+ * The certificate's faces: EB Garamond for the text, DejaVu Serif only for characters EB Garamond has not
+ * (Armenian, Georgian…; CJK, Arabic and Hebrew neither has: they show as DejaVu's missing-glyph box), DejaVu
+ * Sans Mono for hashes. Free licences (OFL, Bitstream Vera), shipped by npm packages and
+ * embedded as subsets in each PDF.
+ *
+ * Fontsource cuts EB Garamond into one file per script (Latin, Latin Extended, Vietnamese, Cyrillic, Cyrillic
+ * Extended, Greek, Greek Extended), all the same design; its `unicode.json` gives each file's unicode-range.
+ * A character is set from the first file whose range holds it and which has its glyph.
  */
-const GARAMOND = '@fontsource/eb-garamond/files/eb-garamond';
-const FILES = {
-  serif: `${GARAMOND}-latin-400-normal.woff`,
-  'serif-ext': `${GARAMOND}-latin-ext-400-normal.woff`,
-  'serif-bold': `${GARAMOND}-latin-600-normal.woff`,
-  'serif-bold-ext': `${GARAMOND}-latin-ext-600-normal.woff`,
-  'serif-italic': `${GARAMOND}-latin-400-italic.woff`,
-  'serif-italic-ext': `${GARAMOND}-latin-ext-400-italic.woff`,
-  'serif-wide': 'dejavu-fonts-ttf/ttf/DejaVuSerif.ttf',
-  'serif-bold-wide': 'dejavu-fonts-ttf/ttf/DejaVuSerif-Bold.ttf',
-  'serif-italic-wide': 'dejavu-fonts-ttf/ttf/DejaVuSerif-Italic.ttf',
-  mono: 'dejavu-fonts-ttf/ttf/DejaVuSansMono.ttf',
-} as const;
-
 export type Face = 'serif' | 'serif-bold' | 'serif-italic';
-export type FontName = keyof typeof FILES;
+/** A font's name in a document: `serif`, `serif-cyrillic`, `serif-bold-wide` (DejaVu), `mono`… */
+export type FontName = string;
 
-let loaded: Record<FontName, Font> | undefined;
+const GARAMOND = '@fontsource/eb-garamond';
+const STYLES: Record<Face, string> = { serif: '400-normal', 'serif-bold': '600-normal', 'serif-italic': '400-italic' };
+const DEJAVU: Record<Face | 'mono', string> = {
+  serif: 'DejaVuSerif',
+  'serif-bold': 'DejaVuSerif-Bold',
+  'serif-italic': 'DejaVuSerif-Italic',
+  mono: 'DejaVuSansMono',
+};
+const FACES = Object.keys(STYLES) as Face[];
+
+/** The subsets in the order a character is looked for (their ranges overlap on a few combining marks). */
+const SUBSETS = ['latin', 'latin-ext', 'vietnamese', 'cyrillic', 'cyrillic-ext', 'greek', 'greek-ext'] as const;
+type Subset = (typeof SUBSETS)[number];
+
+/** Each subset's unicode-range as [first, last] code point pairs. */
+const RANGES: ReadonlyMap<Subset, readonly [number, number][]> = (() => {
+  const ranges = JSON.parse(readFileSync(require.resolve(`${GARAMOND}/unicode.json`), 'utf8')) as Record<string, string>;
+  return new Map(
+    SUBSETS.map((subset) => {
+      const spec = ranges[subset];
+      if (!spec) throw new Error(`${GARAMOND} has no ${subset} subset`);
+      const pairs = spec.split(',').map((part) => {
+        const [first, last = first] = part.trim().replace(/^U\+/i, '').split('-') as [string, string?];
+        return [parseInt(first, 16), parseInt(last, 16)] as [number, number];
+      });
+      return [subset, pairs];
+    }),
+  );
+})();
+
+const inRange = (subset: Subset, codePoint: number) => RANGES.get(subset)!.some(([first, last]) => codePoint >= first && codePoint <= last);
+
+/** The name of a Garamond subset's font in `face`; the Latin one is the face's own name. */
+const garamond = (face: Face, subset: Subset): FontName => (subset === 'latin' ? face : `${face}-${subset}`);
+
+const FILES = new Map<FontName, string>([
+  ...FACES.flatMap((face) =>
+    SUBSETS.map((subset) => [garamond(face, subset), `${GARAMOND}/files/eb-garamond-${subset}-${STYLES[face]}.woff`] as const),
+  ),
+  ...FACES.map((face) => [`${face}-wide`, `dejavu-fonts-ttf/ttf/${DEJAVU[face]}.ttf`] as const),
+  ['mono', `dejavu-fonts-ttf/ttf/${DEJAVU.mono}.ttf`],
+]);
 
 /**
- * The fonts, read (WOFF unpacked) and parsed on first use, then shared by every later document: fontkit decodes
- * a font's tables (glyph shapes, kerning and substitution lookups) lazily and keeps them on the font object, so a
- * font parsed per document decoded them all again for each certificate (most of its rendering time). Each
- * document still makes its own subset of the glyphs it uses; a parsed font is only read from.
+ * The fonts parsed so far, shared by every later document: fontkit decodes a font's tables (glyph shapes,
+ * kerning and substitution lookups) lazily and keeps them on the font object, so a font parsed per document
+ * decoded them all again for each certificate (most of its rendering time). A file is read (WOFF unpacked) and
+ * parsed the first time a character needs it, so a process that only ever sets Latin never parses the Greek.
+ * Each document still makes its own subset of the glyphs it uses; a parsed font is only read from.
  */
-function fonts(): Record<FontName, Font> {
-  loaded ??= Object.fromEntries(
-    Object.entries(FILES).map(([name, file]) => {
-      const bytes = readFileSync(require.resolve(file));
-      return [name, withMemos(create(file.endsWith('.woff') ? woffToSfnt(bytes) : bytes) as Font)];
-    }),
-  ) as Record<FontName, Font>;
-  return loaded;
+const parsed = new Map<FontName, Font>();
+
+function font(name: FontName): Font {
+  let found = parsed.get(name);
+  if (!found) {
+    const file = FILES.get(name);
+    if (!file) throw new Error(`no font ${name}`);
+    const bytes = readFileSync(require.resolve(file));
+    found = withMemos(create(file.endsWith('.woff') ? woffToSfnt(bytes) : bytes) as Font);
+    parsed.set(name, found);
+  }
+  return found;
 }
 
+/** Makes `name` the document's current font (embedded on first use in the document). */
+export function useFont(doc: Doc, name: FontName): Doc {
+  // pdfkit takes a fontkit font as a font's source (anything with a layout function), cached per document by name
+  return doc.font(font(name) as unknown as Buffer, name);
+}
+
+/** The fixed wording's fonts, by name (`doc.font('serif')`); partner text goes through `useFont`. */
 export function registerFonts(doc: Doc): void {
-  // pdfkit takes a fontkit font as a font's source (anything with a layout function)
-  for (const [name, font] of Object.entries(fonts())) doc.registerFont(name, font as unknown as Buffer);
+  for (const name of [...FACES, 'mono']) doc.registerFont(name, font(name) as unknown as Buffer);
 }
 
-// The unicode-ranges of the two Garamond files (as Fontsource cut them).
-const LATIN =
-  /[\u0020-\u007E\u00A0-\u00FF\u0131\u0152\u0153\u02BB\u02BC\u02C6\u02DA\u02DC\u2000-\u206F\u20AC\u2122\u2191\u2193\u2212\u2215]/u;
-const LATIN_EXT =
-  /[\u0100-\u02BA\u02BD-\u02C5\u02C7-\u02CC\u02CE-\u02D7\u02DD-\u02FF\u1E00-\u1E9F\u1EF2-\u1EFF\u20A0-\u20AB\u20AD-\u20C0\u2113\u2C60-\u2C7F\uA720-\uA7FF]/u;
+const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
-/** The font that draws `char` in `face`. */
-export function fontFor(char: string, face: Face): FontName {
-  if (LATIN.test(char)) return face;
-  if (LATIN_EXT.test(char)) return `${face}-ext` as FontName;
-  return `${face}-wide` as FontName;
+/** `text` as user-perceived characters: a letter with its combining marks is one. */
+export const clusters = (text: string): string[] => Array.from(segmenter.segment(text), (s) => s.segment);
+
+/** One cluster of text, set in one font (a decomposed cluster no font has whole may be set composed). */
+export interface Piece {
+  readonly font: FontName;
+  readonly text: string;
+}
+
+const chosen = new Map<string, Piece>();
+
+/** The font that draws `cluster` (one grapheme) in `face`. */
+export function fontFor(cluster: string, face: Face): Piece {
+  const key = `${face}\u0000${cluster}`;
+  let piece = chosen.get(key);
+  if (!piece) {
+    piece = choose(cluster, face) ?? choose(cluster.normalize('NFC'), face) ?? { font: `${face}-wide`, text: cluster };
+    // partner text brings new characters without end: the memo starts over rather than grow
+    if (chosen.size >= 4_000) chosen.clear();
+    chosen.set(key, piece);
+  }
+  return piece;
+}
+
+/** The first Garamond subset whose range holds every code point of `cluster` and that has their glyphs. */
+function choose(cluster: string, face: Face): Piece | undefined {
+  const codePoints = Array.from(cluster, (char) => char.codePointAt(0)!);
+  for (const subset of SUBSETS) {
+    if (!codePoints.every((c) => inRange(subset, c))) continue;
+    const name = garamond(face, subset);
+    if (codePoints.every((c) => font(name).hasGlyphForCodePoint(c))) return { font: name, text: cluster };
+  }
+  return undefined;
 }

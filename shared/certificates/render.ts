@@ -27,7 +27,7 @@ export interface CertificateData {
 }
 
 /** Height of the on-chain record and the verification sections that follow the creators on page 1. */
-const BELOW_CREATORS = 340;
+const BELOW_CREATORS = 358;
 /** The seal and the issuer's lines. */
 const FOOTER_TOP = PAGE_HEIGHT - 128;
 const CONTINUED_TOP = 80;
@@ -105,16 +105,20 @@ function header(doc: Doc, data: CertificateData): number {
   });
   drawRule(doc, 100, 150);
 
-  // the title as large as fits in two lines, else smaller in three
+  // the title as large as fits in two lines, else smaller in three, else smaller still in as many as it takes: it
+  // is never cut, since checking the commitment reads it from this page
+  const lines = (size: number) => heightOf(doc, data.title, 'serif-bold', { size, width: WIDTH }) / (size * 1.25);
   let size = 30;
-  while (size > 16 && heightOf(doc, data.title, 'serif-bold', { size, width: WIDTH }) > 2 * size * 1.25) size -= 1;
+  while (size > 16 && lines(size) > 2) size -= 1;
+  while (size > 12 && lines(size) > 3) size -= 1;
+  // and no taller than two lines of the largest size, so the first page keeps its room for the rest
+  while (size > 8 && lines(size) * size > 2 * 30) size -= 1;
   let y = typeset(doc, data.title, 'serif-bold', {
     x: LEFT,
     y: 114,
     width: WIDTH,
     size,
     align: 'center',
-    maxLines: 3,
     color: COLORS.ink,
     leading: 1.18,
   });
@@ -175,10 +179,12 @@ function verification(doc: Doc, data: CertificateData, top: number): void {
   const y0 = sectionTitle(doc, 'How anyone can check it', top);
   const qrSize = 88;
   const width = WIDTH - qrSize - 22;
+  // docs/api.md#the-commitment: what the audio and this page are enough to recompute, and what they are not
   const steps = [
-    'Compute the SHA-256 of the audio file: it is the media hash above.',
-    "Hash each creator's name, e-mail, roles, IPI and ISNI as sent at registration, and pair the hashes up in a Merkle tree of 32 slots: its top is the creators' Merkle root.",
-    'Hash protocol version 1, the media hash, the title and that root together: the result is the commitment.',
+    'Compute the SHA-256 of the audio file: it must equal the media hash above.',
+    "Compute the SHA-256 of, in this order: the byte 0x01 (protocol version 1), the media hash (32 bytes), the title's " +
+      "length in UTF-8 bytes as 4 bytes little-endian then those bytes, and the creators' Merkle root (32 bytes). " +
+      'It must equal the commitment.',
     'Scan the code to open the transaction: the commitment written in that block is this one.',
   ];
   let y = y0;
@@ -186,16 +192,29 @@ function verification(doc: Doc, data: CertificateData, top: number): void {
     label(doc, `${i + 1}.`, 'serif-bold', 9.5, LEFT, y, { width: 14, color: COLORS.gold });
     y = label(doc, step, 'serif', 9.5, LEFT + 14, y, { width: width - 14 }) + 2;
   });
-  if (!data.explorerUrl) return;
-  label(doc, data.explorerUrl, 'mono', 6.4, LEFT + 14, y + 2, { width: width - 14, link: data.explorerUrl, color: COLORS.muted });
-  const qrX = LEFT + WIDTH - qrSize;
-  drawQr(doc, data.explorerUrl, qrX, y0 - 2, qrSize);
-  doc.link(qrX, y0 - 2, qrSize, qrSize, data.explorerUrl);
-  label(doc, 'View the transaction', 'serif-italic', 8.5, qrX - 10, y0 + qrSize + 1, {
-    width: qrSize + 20,
-    align: 'center',
-    color: COLORS.muted,
-  });
+  if (data.explorerUrl) {
+    y = label(doc, data.explorerUrl, 'mono', 6.4, LEFT + 14, y + 2, { width: width - 14, link: data.explorerUrl, color: COLORS.muted });
+    const qrX = LEFT + WIDTH - qrSize;
+    drawQr(doc, data.explorerUrl, qrX, y0 - 2, qrSize);
+    doc.link(qrX, y0 - 2, qrSize, qrSize, data.explorerUrl);
+    label(doc, 'View the transaction', 'serif-italic', 8.5, qrX - 10, y0 + qrSize + 1, {
+      width: qrSize + 20,
+      align: 'center',
+      color: COLORS.muted,
+    });
+  }
+  label(
+    doc,
+    "These steps need only the audio and this page, taking the creators' Merkle root as printed. That root is the top of a " +
+      "Merkle tree of 32 slots built with SHA-256 from each creator's name, e-mail, roles, IPI and ISNI as registered, and " +
+      "no e-mail is printed here: that the creators listed are the ones committed can be checked only with the creators' " +
+      'details the registrant holds.',
+    'serif-italic',
+    9,
+    LEFT + 14,
+    y + 5,
+    { width: width - 14, color: COLORS.muted, lineGap: 0.5 },
+  );
 }
 
 function footer(doc: Doc, data: CertificateData, page?: string): void {

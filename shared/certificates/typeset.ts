@@ -1,9 +1,10 @@
-import { fontFor, type Doc, type Face, type FontName } from './fonts';
+import { clusters, fontFor, useFont, type Doc, type Face, type FontName } from './fonts';
 
 /**
  * Line layout for text a partner sent (titles, file names, creators' names), which may need more than one
- * font: PDFKit draws one font per call and cannot centre mixed-font text itself, so lines are broken and
- * placed here, run by run, on a shared baseline.
+ * font (EB Garamond comes in one file per script, and DejaVu stands in for scripts it lacks): PDFKit draws one
+ * font per call and cannot centre mixed-font text itself, so lines are broken and placed here, run by run, on a
+ * shared baseline. Text is cut and split between user-perceived characters only, never inside one.
  */
 export interface TypesetOptions {
   readonly x: number;
@@ -25,17 +26,17 @@ interface Run {
 
 function runsOf(text: string, face: Face): Run[] {
   const runs: { font: FontName; text: string }[] = [];
-  for (const char of text) {
-    const font = fontFor(char, face);
+  for (const cluster of clusters(text)) {
+    const { font, text: piece } = fontFor(cluster, face);
     const last = runs[runs.length - 1];
-    if (last && last.font === font) last.text += char;
-    else runs.push({ font, text: char });
+    if (last && last.font === font) last.text += piece;
+    else runs.push({ font, text: piece });
   }
   return runs;
 }
 
 function measure(doc: Doc, text: string, face: Face, size: number): number {
-  return runsOf(text, face).reduce((sum, run) => sum + doc.font(run.font).fontSize(size).widthOfString(run.text), 0);
+  return runsOf(text, face).reduce((sum, run) => sum + useFont(doc, run.font).fontSize(size).widthOfString(run.text), 0);
 }
 
 /** Breaks `text` into lines of at most `width` points (long words are split), at most `maxLines` of them. */
@@ -50,18 +51,18 @@ export function lineBreak(doc: Doc, text: string, face: Face, size: number, widt
     }
     if (line) lines.push(line);
     line = '';
-    for (const char of word) {
-      if (line && measure(doc, line + char, face, size) > width) {
+    for (const cluster of clusters(word)) {
+      if (line && measure(doc, line + cluster, face, size) > width) {
         lines.push(line);
         line = '';
       }
-      line += char;
+      line += cluster;
     }
   }
   if (line) lines.push(line);
   if (lines.length <= maxLines) return lines;
   const kept = lines.slice(0, maxLines);
-  const last = [...kept[maxLines - 1]!];
+  const last = clusters(kept[maxLines - 1]!);
   while (last.length && measure(doc, `${last.join('')}…`, face, size) > width) last.pop();
   kept[maxLines - 1] = `${last.join('').trimEnd()}…`;
   return kept;
@@ -83,8 +84,7 @@ export function typeset(doc: Doc, text: string, face: Face, options: TypesetOpti
     // a shared alphabetic baseline, so Garamond and DejaVu runs sit on one line
     const baseline = y + options.size * 0.95;
     for (const run of runsOf(line, face)) {
-      doc
-        .font(run.font)
+      useFont(doc, run.font)
         .fontSize(options.size)
         .fillColor(options.color ?? '#000000');
       doc.text(run.text, x, baseline, { lineBreak: false, baseline: 'alphabetic' });

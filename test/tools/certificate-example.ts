@@ -1,27 +1,45 @@
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PDFParse } from 'pdf-parse';
 import { renderCertificate, type CertificateData } from '../../shared/certificates/render';
+import { computeCommitment, toHex } from '../../shared/registration/commitment';
+import type { Creator } from '../../shared/works/types';
 
 /**
  * Renders a certificate of made-up data and its first page as a PNG for the docs:
  * `npm run docs:certificate` → docs/certificate-example.pdf and docs/certificate-example.png.
+ * The audio is a few made-up bytes, but its hashes are real (docs/api.md#the-commitment), so the steps the certificate prints
+ * can be followed on the example; the creators' e-mails are in the commitment, not on the page.
  */
+export const EXAMPLE_AUDIO = Buffer.from('the audio of Symphony for Engines, made up for this example');
+
+const title = 'Symphony for Engines';
+/** The creators as registered, e-mails included. */
+export const EXAMPLE_CREATORS: readonly Creator[] = [
+  {
+    full_name: 'Ada Lovelace',
+    roles: { author: true, composer: true },
+    ipi: '00012345678',
+    isni: '000000012146438X',
+    email: 'ada@example.org',
+  },
+  { full_name: 'Charles Babbage', roles: { arranger: true } },
+  { full_name: 'Léonie Dvořáková', roles: { adapter: true, author: true }, ipi: '00098765432', email: 'leonie@example.org' },
+];
+const hashes = computeCommitment(createHash('sha256').update(EXAMPLE_AUDIO).digest(), title, EXAMPLE_CREATORS);
+
 export const EXAMPLE: CertificateData = {
   workId: '3f1c2a9e-5b7d-4e21-9c4a-8d2f6b1e0a37',
   atsId: 1284,
   version: 2,
   network: 'testnet',
-  title: 'Symphony for Engines',
+  title,
   filename: 'symphony-for-engines_master_24bit.wav',
-  creators: [
-    { full_name: 'Ada Lovelace', roles: { author: true, composer: true }, ipi: '00012345678', isni: '000000012146438X' },
-    { full_name: 'Charles Babbage', roles: { arranger: true } },
-    { full_name: 'Léonie Dvořáková', roles: { adapter: true, author: true }, ipi: '00098765432' },
-  ],
-  commitment: '0x9b3f5c2d8e1a47f6b0c9d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3',
-  mediaHash: '0x4a7d1ed414474e4033ac29ccb8653d9b3f5c2d8e1a47f6b0c9d2e3f4a5b6c7d8',
-  merkleRoot: '0xd2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a39b3f5c2d8e1a47f6b0c9',
+  creators: EXAMPLE_CREATORS,
+  commitment: toHex(hashes.commitment),
+  mediaHash: toHex(hashes.mediaHash),
+  merkleRoot: toHex(hashes.merkleRoot),
   owner: '5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY',
   blockNumber: 4521877,
   blockHash: '0x7c1e0d3b9a8f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a29187f6e5d4c',

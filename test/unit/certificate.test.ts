@@ -1,7 +1,13 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { create, type Font } from 'fontkit';
 import { expect } from 'chai';
 import { PDFParse } from 'pdf-parse';
 import { renderCertificate } from '../../shared/certificates/render';
-import { EXAMPLE } from '../tools/certificate-example';
+import { withMemos } from '../../shared/certificates/font-memo';
+import { woffToSfnt } from '../../shared/certificates/woff';
+import { creatorsMerkleRoot, toHex } from '../../shared/registration/commitment';
+import { EXAMPLE, EXAMPLE_AUDIO, EXAMPLE_CREATORS } from '../tools/certificate-example';
 
 async function read(pdf: Buffer): Promise<{ text: string; pages: number }> {
   const parser = new PDFParse({ data: new Uint8Array(pdf) });
@@ -12,6 +18,14 @@ async function read(pdf: Buffer): Promise<{ text: string; pages: number }> {
     await parser.destroy();
   }
 }
+
+/** The embedded fonts' names, subset tags (`ABCDEF+`) dropped, as the PDF's font dictionaries name them. */
+function fontsOf(pdf: Buffer): string[] {
+  const names = [...pdf.toString('latin1').matchAll(/\/BaseFont\s*\/(?:[A-Z]{6}\+)?([^\s/<>[\]()]+)/g)].map((m) => m[1]!);
+  return [...new Set(names)].sort();
+}
+
+const sha256 = (...parts: Buffer[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest();
 
 describe('certificate PDF', () => {
   it('states every fact of the version on one A4 page', async () => {
@@ -63,5 +77,100 @@ describe('certificate PDF', () => {
     expect(text).to.include('Концерт № 1');
     expect(text).to.include(`page ${pages} of ${pages}`);
     expect(text).to.include(EXAMPLE.commitment);
+  });
+
+  it('tells how to check it with SHA-256, steps that the audio and the page alone are enough to follow', async () => {
+    const { text } = await read(await renderCertificate(EXAMPLE));
+    for (const words of [
+      'Compute the SHA-256 of the audio file: it must equal the media hash above.',
+      "Compute the SHA-256 of, in this order: the byte 0x01 (protocol version 1), the media hash (32 bytes), the title's length in UTF-8 bytes as 4 bytes little-endian then those bytes, and the creators' Merkle root (32 bytes). It must equal the commitment.",
+    ]) {
+      expect(text).to.include(words);
+    }
+    const printed = (name: string) => {
+      const found = text.match(new RegExp(`${name.replace(/[()]/g, '\\$&')} (0x[0-9a-f]{64})`))?.[1];
+      expect(found, name).to.be.a('string');
+      return Buffer.from(found!.slice(2), 'hex');
+    };
+    // step 1, from the audio
+    const mediaHash = sha256(EXAMPLE_AUDIO);
+    expect(mediaHash.equals(printed('Media hash (SHA-256 of the audio)'))).to.equal(true);
+    // step 2, as worded, from the media hash, the title and the Merkle root printed
+    const title = Buffer.from(EXAMPLE.title, 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(title.length);
+    const commitment = sha256(Buffer.from([1]), mediaHash, length, title, printed("Creators' Merkle root"));
+    expect(commitment.equals(printed('Commitment'))).to.equal(true);
+  });
+
+  it("says the creators' Merkle root needs the e-mails, which it does not print", async () => {
+    const { text } = await read(await renderCertificate(EXAMPLE));
+    expect(text).to.include(
+      "That root is the top of a Merkle tree of 32 slots built with SHA-256 from each creator's name, e-mail, roles, IPI and ISNI as registered, and no e-mail is printed here: " +
+        "that the creators listed are the ones committed can be checked only with the creators' details the registrant holds.",
+    );
+    // (spaces dropped: a cell may break an address across lines)
+    for (const creator of EXAMPLE_CREATORS.filter((c) => c.email)) expect(text.replace(/ /g, '')).not.to.include(creator.email!);
+    // what the page shows of the creators does not give their root; with the e-mails it does
+    const shown = EXAMPLE_CREATORS.map(({ email: _, ...creator }) => creator);
+    expect(toHex(creatorsMerkleRoot(shown))).not.to.equal(EXAMPLE.merkleRoot);
+    expect(toHex(creatorsMerkleRoot(EXAMPLE_CREATORS))).to.equal(EXAMPLE.merkleRoot);
+  });
+
+  it('never cuts the title, which the commitment is checked against, however long', async () => {
+    const title = `${'Полонез '.repeat(20)}${'W'.repeat(140)}`.slice(0, 300);
+    const { text } = await read(await renderCertificate({ ...EXAMPLE, title }));
+    expect(text.replace(/ /g, '')).to.include(title.replace(/ /g, ''));
+  });
+});
+
+describe('certificate fonts', () => {
+  const scripts: [string, string, string][] = [
+    ['Cyrillic', 'Концерт для фортепиано с оркестром № 1', 'Пётр Ильич Чайковский'],
+    ['Greek', 'Συμφωνία των Μηχανών', 'Μίκης Θεοδωράκης'],
+    ['Vietnamese and Latin Extended', 'Bài ca của Nguyễn — Dvořák: Rusalka', 'Nguyễn Văn Tý'],
+    ['Greek Extended and Cyrillic Extended', 'Ἀθῆναι · Ѳеодоръ', 'Ἡρόδοτος'],
+    ['decomposed (NFD) accented', 'Nguyễn, Dvořák, Café'.normalize('NFD'), 'Léonie Dvořáková'.normalize('NFD')],
+  ];
+  for (const [script, title, name] of scripts) {
+    it(`sets a ${script} title and creator in EB Garamond, with no fallback font`, async () => {
+      const pdf = await renderCertificate({ ...EXAMPLE, title, creators: [{ full_name: name, roles: { composer: true } }] });
+      expect(fontsOf(pdf)).to.deep.equal(['DejaVuSansMono', 'EBGaramond-Italic', 'EBGaramond-Regular', 'EBGaramond-SemiBold']);
+      const { text } = await read(pdf);
+      expect(text.normalize('NFC')).to.include(title.normalize('NFC'));
+      expect(text.normalize('NFC')).to.include(`1. ${name.normalize('NFC')}`);
+    });
+  }
+
+  it('falls back to DejaVu Serif only for what EB Garamond lacks, and still renders', async () => {
+    const pdf = await renderCertificate({
+      ...EXAMPLE,
+      title: 'Symphony 交響曲 for Engines',
+      creators: [{ full_name: 'Վահան Տերյան', roles: { author: true } }],
+    });
+    expect(fontsOf(pdf)).to.deep.equal([
+      'DejaVuSansMono',
+      'DejaVuSerif-Bold',
+      'EBGaramond-Italic',
+      'EBGaramond-Regular',
+      'EBGaramond-SemiBold',
+    ]);
+    const { text, pages } = await read(pdf);
+    expect(pages).to.equal(1);
+    // the Armenian name is DejaVu's; the CJK neither font has draws as missing glyphs, the Latin around it as usual
+    expect(text).to.include('1. Վահան Տերյան');
+    expect(text).to.include('Symphony');
+    expect(text).to.include('for Engines');
+  });
+
+  it("keeps a glyph's characters when a subsetter was first to ask for it (a font is shared by every document)", () => {
+    const file = require.resolve('@fontsource/eb-garamond/files/eb-garamond-greek-600-normal.woff');
+    const parse = () => create(woffToSfnt(readFileSync(file))) as Font;
+    const iota = parse().glyphForCodePoint(0x3b9).id;
+    const font = withMemos(parse());
+    // as fontkit's subsetter adds the parts of a composite glyph (ί) to one document's subset: no characters
+    font.getGlyph(iota);
+    // the next document sets ι itself, and its ToUnicode entry comes from the glyph's code points
+    expect(font.layout('ναι').glyphs.map((glyph) => glyph.codePoints)).to.deep.equal([[0x3bd], [0x3b1], [0x3b9]]);
   });
 });

@@ -6,6 +6,7 @@ import { findWallet } from '../organizations/repo';
 import { appendLedgerEntry } from '../ledger/service';
 import { recordEvent } from '../webhooks/service';
 import { indexFinalizedVersion } from '../works/indexing';
+import { explorerUrl } from '../chain/explorer';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
 import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
@@ -125,7 +126,6 @@ async function indexVersion(trx: Knex.Transaction, tx: TransactionRow, at: Place
 
 /** The transaction's `result` on success (contract §6). */
 function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
-  const template = deps.config.chains.find((c) => c.network === tx.network)?.explorerUrlTemplate ?? '';
   return {
     ats_id: tx.atsId,
     version: at.version,
@@ -133,7 +133,7 @@ function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
     tx_hash: tx.txHash,
     block_number: at.inclusion.blockNumber,
     block_hash: at.inclusion.blockHash,
-    explorer_url: template.replace('{block}', String(at.inclusion.blockNumber)).replace('{index}', String(at.inclusion.index)),
+    explorer_url: explorerUrl(deps.config.chains, tx.network, at.inclusion),
     finalized_at: at.finalizedAt.toISOString(),
   };
 }

@@ -4,6 +4,7 @@
  */
 import { ConfigError, deepFreeze, EnvReader, type Env } from './env-reader';
 import { readRedisSettings, type RedisSettings } from './redis/settings';
+import { defaultExplorerTemplate } from './chain/explorer';
 
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
@@ -19,10 +20,7 @@ export interface ChainNetworkConfig {
   readonly wsUrl: string;
   readonly ss58Prefix: number;
   readonly relayerSeed: string;
-  /**
-   * The explorer link of an anchored call: `{block}` (block number) and `{index}` (extrinsic index) are filled in
-   * by chain/explorer.ts. EXPLORER_URL_<NET>, else Allfeat's explorer in production, else the node in polkadot.js apps.
-   */
+  /** `{block}` and `{index}` filled in by chain/explorer.ts, which gives the default (Allfeat in production). */
   readonly explorerUrlTemplate: string;
 }
 
@@ -160,29 +158,6 @@ export function withProcessEnv<T>(vars: Record<string, string>, fn: () => T): T 
   }
 }
 
-/** Production's explorer link templates: Allfeat's public explorer (`{block}` and `{index}` filled in per link). */
-export const ALLFEAT_EXPLORER: Record<Network, string> = {
-  testnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}?network=melodie',
-  mainnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}',
-};
-
-/**
- * The default template outside production: polkadot.js apps connected to the node this service uses (`?rpc=`),
- * on its page of the block (`#/explorer/query/<number or hash>`). A public explorer knows nothing of the embedded
- * chopsticks chain of `npm run dev` and the tests; this link opens it (or whichever node development points at).
- * The node's user part, query and fragment are left out: a link is no place for a credential.
- */
-export function nodeExplorerTemplate(wsUrl: string): string {
-  const node = new URL(wsUrl);
-  const rpc = `${node.protocol}//${node.host}${node.pathname === '/' ? '' : node.pathname}`;
-  return `https://polkadot.js.org/apps/?rpc=${encodeURIComponent(rpc)}#/explorer/query/{block}`;
-}
-
-function defaultExplorer(nodeEnv: Config['env'], network: Network, wsUrl: string): string {
-  if (nodeEnv === 'production' || !URL.canParse(wsUrl)) return ALLFEAT_EXPLORER[network];
-  return nodeExplorerTemplate(wsUrl);
-}
-
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -206,7 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
       wsUrl,
       ss58Prefix: read.int(`CHAIN_${upper}_SS58_PREFIX`, 42, 0, 16383),
       relayerSeed,
-      explorerUrlTemplate: read.optional(`EXPLORER_URL_${upper}`) ?? defaultExplorer(nodeEnv, network, wsUrl),
+      explorerUrlTemplate: read.optional(`EXPLORER_URL_${upper}`) ?? defaultExplorerTemplate(nodeEnv === 'production', network, wsUrl),
     });
   }
   if (chains.length === 0) problems.push('CHAIN_TESTNET_WS or CHAIN_MAINNET_WS must be set (at least one network)');

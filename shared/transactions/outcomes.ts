@@ -51,7 +51,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
     const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
     await markFinalized(trx, tx, result, finalizedAt);
-    const deliveryId = await recordEvent(trx, deps.box, {
+    const delivery = await recordEvent(trx, deps.box, {
       transactionId: tx.id,
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
@@ -78,7 +78,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       accessCode,
     });
     return effects({
-      deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
+      deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
       published: [tx.id],
       certificates: [{ workId, version }],
       settled: [settlement(tx, 'finalized', finalizedAt)],
@@ -179,7 +179,7 @@ export async function failWithin(
     steps: enterStep(tx.steps, 'failed', failedAt),
     result: { error: { code: reason, message } },
   });
-  const deliveryId = await recordEvent(trx, deps.box, {
+  const delivery = await recordEvent(trx, deps.box, {
     transactionId: tx.id,
     organizationId: tx.organizationId,
     apiKeyId: tx.apiKeyId,
@@ -200,7 +200,7 @@ export async function failWithin(
     },
   });
   return effects({
-    deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
+    deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
     published: [tx.id],
     settled: [settlement(tx, 'failed', failedAt)],
   });

@@ -4,6 +4,7 @@
  */
 import { ConfigError, deepFreeze, EnvReader, type Env } from './env-reader';
 import { readRedisSettings, type RedisSettings } from './redis/settings';
+import { defaultExplorerTemplate } from './chain/explorer';
 
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
@@ -19,6 +20,7 @@ export interface ChainNetworkConfig {
   readonly wsUrl: string;
   readonly ss58Prefix: number;
   readonly relayerSeed: string;
+  /** `{block}` and `{index}` filled in by chain/explorer.ts, which gives the default (Allfeat in production). */
   readonly explorerUrlTemplate: string;
 }
 
@@ -156,11 +158,6 @@ export function withProcessEnv<T>(vars: Record<string, string>, fn: () => T): T 
   }
 }
 
-const DEFAULT_EXPLORER: Record<Network, string> = {
-  testnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}?network=melodie',
-  mainnet: 'https://explorer.allfeat.org/extrinsics/{block}-{index}',
-};
-
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -184,7 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
       wsUrl,
       ss58Prefix: read.int(`CHAIN_${upper}_SS58_PREFIX`, 42, 0, 16383),
       relayerSeed,
-      explorerUrlTemplate: read.optional(`EXPLORER_URL_${upper}`) ?? DEFAULT_EXPLORER[network],
+      explorerUrlTemplate: read.optional(`EXPLORER_URL_${upper}`) ?? defaultExplorerTemplate(nodeEnv === 'production', network, wsUrl),
     });
   }
   if (chains.length === 0) problems.push('CHAIN_TESTNET_WS or CHAIN_MAINNET_WS must be set (at least one network)');

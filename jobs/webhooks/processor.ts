@@ -2,10 +2,11 @@ import { UnrecoverableError, type Processor } from 'bullmq';
 import type { Resources } from '../../shared/resources';
 import { attemptDelivery, type AttemptDeps } from '../../shared/webhooks/delivery';
 import { reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
-import { enqueueDeadLetter, enqueueRetries, type JobData, type JobOf } from '../../shared/queue/jobs';
+import { enqueueDeadLetter, enqueueRetries, type DeliveryLabels, type JobData, type JobOf } from '../../shared/queue/jobs';
 import { RetryDelivery } from '../../shared/webhooks/retry-policy';
 import { DeliveryConnections } from '../../shared/webhooks/connections';
-import { claimDelivery, DeliveryRepo } from '../../shared/webhooks/repo';
+import { claimDelivery, DeliveryRepo, type Delivery } from '../../shared/webhooks/repo';
+import { labelsOf } from '../../shared/webhooks/service';
 
 /**
  * One attempt per job run. A retryable outcome throws RetryDelivery and BullMQ waits the delay it carries;
@@ -65,7 +66,7 @@ async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'
       );
     case 'dead': {
       // Never let this job run again on its own: a rerun of a dead delivery's job counts as an operator's retry.
-      throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, deliveryId)}`);
+      throw new UnrecoverableError(`attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, loaded.delivery)}`);
     }
   }
 }
@@ -85,10 +86,10 @@ async function deliverBatch(app: Resources, using: AttemptDeps, job: JobOf<'webh
         const decision = await attemptDelivery(app, loaded.delivery, { retryIndex: 0, final }, using);
         if (decision.kind === 'delivered') return [deliveryId, `delivered (attempt ${decision.attempt}, HTTP ${decision.statusCode})`];
         if (decision.kind === 'dead')
-          return [deliveryId, `attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, deliveryId)}`];
+          return [deliveryId, `attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, loaded.delivery)}`];
         return [
           deliveryId,
-          `attempt ${decision.attempt} failed (${decision.reason}); ${await handOn(app, job, deliveryId, decision.delayMs)}`,
+          `attempt ${decision.attempt} failed (${decision.reason}); ${await handOn(app, job, deliveryId, decision.delayMs, 1, labelsOf(loaded.delivery))}`,
         ];
       } catch (err) {
         // no attempt was recorded (our side failed): the delivery's own job makes it after the first wait
@@ -101,20 +102,28 @@ async function deliverBatch(app: Resources, using: AttemptDeps, job: JobOf<'webh
 }
 
 /** The delivery's next attempts to a job of its own, made its current job first; the reconciler's if that fails. */
-async function handOn(app: Resources, job: JobOf<'webhooks'>, deliveryId: string, delayMs: number, retriesMade = 1): Promise<string> {
+async function handOn(
+  app: Resources,
+  job: JobOf<'webhooks'>,
+  deliveryId: string,
+  delayMs: number,
+  retriesMade = 1,
+  labels?: DeliveryLabels,
+): Promise<string> {
   const jobId = `${deliveryId}-next-${Date.now().toString(36)}`;
   try {
     if (!(await claimDelivery(app.db, deliveryId, job.id ?? null, jobId))) return 'moved on meanwhile';
-    await enqueueRetries(app.queues, app.config.webhooks.retrySchedule, deliveryId, jobId, delayMs, retriesMade);
+    await enqueueRetries(app.queues, app.config.webhooks.retrySchedule, deliveryId, jobId, delayMs, retriesMade, labels);
     return `next in ${delayMs / 1000} s as job ${jobId}`;
   } catch (err) {
     return `not handed on (${(err as Error).message}); the reconciler re-enqueues it`;
   }
 }
 
-async function deadLetter(app: Resources, deliveryId: string): Promise<string> {
+/** The dead delivery to the dead-letter queue, labelled for support staff to find it (queue/labels.ts). */
+async function deadLetter(app: Resources, delivery: Delivery): Promise<string> {
   app.metrics.webhookDeadLetters.inc();
-  return enqueueDeadLetter(app.queues, deliveryId).then(
+  return enqueueDeadLetter(app.queues, delivery.id, labelsOf(delivery)).then(
     () => 'dead-lettered to webhooks-dead',
     (err: Error) => `dead, but not put in webhooks-dead (${err.message}); retry it with the CLI`,
   );

@@ -7,6 +7,7 @@ import type { WorkRecord, WorkVersionRecord } from '../works/types';
 import { findVersion, workById } from '../works/repo';
 import { announcedExplorerUrl } from '../transactions/repo';
 import { renderCertificate } from './render';
+import { explorerUrl as formatExplorerUrl } from '../chain/explorer';
 
 /**
  * A certificate per finalized version: a PDF in S3 at a key derived from the version, rendered by the
@@ -63,6 +64,5 @@ export async function renderCertificateOf(app: Deps, workId: string, version: nu
 async function explorerUrl(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
   const announced = await announcedExplorerUrl(app.db, version.transactionId);
   if (announced) return announced;
-  const template = app.config.chains.find((c) => c.network === work.network)?.explorerUrlTemplate ?? '';
-  return template.replace('{block}', String(version.blockNumber)).replace('{index}', String(version.extrinsicIndex));
+  return formatExplorerUrl(app.config.chains, work.network, { blockNumber: version.blockNumber, index: version.extrinsicIndex });
 }

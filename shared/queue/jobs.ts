@@ -2,18 +2,27 @@ import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { QueueName } from '../config';
 import { deliveryAttempts } from '../webhooks/retry-policy';
 import { jobTrace, withTraceparent } from '../telemetry/tracing';
+import { deliveryJobName, transactionJobName, type DeliveryLabels, type TransactionLabels } from './labels';
 
-/** What each queue's jobs carry: ids, never state (processors load it from PostgreSQL or the job store). */
+export type { DeliveryLabels, TransactionLabels } from './labels';
+
+/**
+ * What each queue's jobs carry: ids, never state (processors load it from PostgreSQL or the job store); chain,
+ * delivery and dead-letter jobs also carry the labels support staff search Bull Board by (labels.ts), which no
+ * processor reads.
+ */
 export interface JobData {
   readonly prepare: { readonly organizationId: string; readonly jobId: string; readonly run: number };
-  readonly chain: { readonly transactionId: string };
+  readonly chain: { readonly transactionId: string } & Partial<TransactionLabels>;
   /**
    * One delivery (`retriesMade`: retries of the schedule already behind it, when it follows a batch's first
    * attempt), or the first attempts of several deliveries to one destination (webhooks/enqueue.ts).
    */
-  readonly webhooks: { readonly deliveryId: string; readonly retriesMade?: number } | { readonly deliveryIds: readonly string[] };
+  readonly webhooks:
+    | ({ readonly deliveryId: string; readonly retriesMade?: number } & Partial<DeliveryLabels>)
+    | { readonly deliveryIds: readonly string[]; readonly host?: string };
   /** `parked` once its first run has put it in `failed`, where it waits for an operator's retry. */
-  readonly 'webhooks-dead': { readonly deliveryId: string; readonly parked?: boolean };
+  readonly 'webhooks-dead': { readonly deliveryId: string; readonly parked?: boolean } & Partial<DeliveryLabels>;
   /** Housekeeping jobs are told apart by name. */
   readonly maintenance: Readonly<Record<string, unknown>>;
   readonly certificates: { readonly workId: string; readonly version: number };
@@ -45,8 +54,8 @@ export function enqueuePrepare(queues: Queues, data: JobData['prepare']): Promis
  * A confirmed transaction's chain job (job id = transaction id: one live job per transaction), added in the
  * trace the transaction belongs to (its `traceparent`, when given; else the active one), which the job carries.
  */
-export async function enqueueTransaction(queues: Queues, transactionId: string, traceparent?: string | null): Promise<void> {
-  const add = () => queues.chain.add('transaction', { transactionId }, { jobId: transactionId });
+export async function enqueueTransaction(queues: Queues, labels: TransactionLabels, traceparent?: string | null): Promise<void> {
+  const add = () => queues.chain.add(transactionJobName(labels), labels, { jobId: labels.transactionId });
   await (traceparent === undefined ? add() : withTraceparent(traceparent, add));
 }
 
@@ -54,11 +63,11 @@ export async function enqueueTransaction(queues: Queues, transactionId: string, 
  * The transaction's chain job again, unless one will still run: a finished or failed job of the same id is
  * removed first (BullMQ ignores an `add` whose job id exists). Returns whether it was enqueued.
  */
-export async function requeueTransaction(queues: Queues, transactionId: string, traceparent: string | null): Promise<boolean> {
-  const job = await queues.chain.getJob(transactionId);
+export async function requeueTransaction(queues: Queues, labels: TransactionLabels, traceparent: string | null): Promise<boolean> {
+  const job = await queues.chain.getJob(labels.transactionId);
   if (job && LIVE_JOB_STATES.has(await job.getState())) return false;
   if (job) await job.remove();
-  await enqueueTransaction(queues, transactionId, traceparent);
+  await enqueueTransaction(queues, labels, traceparent);
   return true;
 }
 
@@ -71,8 +80,14 @@ export function deliveryJobOptions(schedule: readonly number[], jobId: string): 
   return { jobId, attempts: deliveryAttempts(schedule), backoff: { type: 'schedule' } };
 }
 
-export async function enqueueDelivery(queues: Queues, schedule: readonly number[], deliveryId: string, jobId = deliveryId): Promise<void> {
-  await queues.webhooks.add('deliver', { deliveryId }, deliveryJobOptions(schedule, jobId));
+export async function enqueueDelivery(
+  queues: Queues,
+  schedule: readonly number[],
+  deliveryId: string,
+  options: { jobId?: string; labels?: DeliveryLabels } = {},
+): Promise<void> {
+  const { jobId = deliveryId, labels } = options;
+  await queues.webhooks.add(deliveryJobName('deliver', labels), { deliveryId, ...labels }, deliveryJobOptions(schedule, jobId));
 }
 
 /**
@@ -83,8 +98,8 @@ export async function enqueueFirstAttempts(
   queues: Queues,
   schedule: readonly number[],
   jobs: readonly (
-    | { readonly deliveryId: string; readonly traceparent?: string | null }
-    | { readonly jobId: string; readonly deliveryIds: readonly string[] }
+    | { readonly deliveryId: string; readonly traceparent?: string | null; readonly labels?: DeliveryLabels }
+    | { readonly jobId: string; readonly deliveryIds: readonly string[]; readonly host?: string }
   )[],
 ): Promise<void> {
   if (jobs.length === 0) return;
@@ -92,12 +107,16 @@ export async function enqueueFirstAttempts(
     jobs.map((j) =>
       'deliveryId' in j
         ? {
-            name: 'deliver',
-            data: { deliveryId: j.deliveryId },
+            name: deliveryJobName('deliver', j.labels),
+            data: { deliveryId: j.deliveryId, ...j.labels },
             opts: { ...deliveryJobOptions(schedule, j.deliveryId), ...jobTrace(j.traceparent) },
           }
         : // a batch job runs once: a delivery that needs another attempt gets a job of its own (the worker's)
-          { name: 'deliver-batch', data: { deliveryIds: j.deliveryIds }, opts: { jobId: j.jobId, attempts: 1 } },
+          {
+            name: deliveryJobName('deliver-batch', { host: j.host }),
+            data: { deliveryIds: j.deliveryIds, ...(j.host ? { host: j.host } : {}) },
+            opts: { jobId: j.jobId, attempts: 1 },
+          },
     ),
   );
 }
@@ -114,14 +133,19 @@ export async function enqueueRetries(
   jobId: string,
   delayMs: number,
   retriesMade: number,
+  labels?: DeliveryLabels,
 ): Promise<void> {
   const attempts = Math.max(1, deliveryAttempts(schedule) - retriesMade);
-  await queues.webhooks.add('deliver', { deliveryId, retriesMade }, { jobId, attempts, backoff: { type: 'schedule' }, delay: delayMs });
+  await queues.webhooks.add(
+    deliveryJobName('deliver', labels),
+    { deliveryId, retriesMade, ...labels },
+    { jobId, attempts, backoff: { type: 'schedule' }, delay: delayMs },
+  );
 }
 
 /** A dead letter (job id = delivery id: one per delivery), shown in Bull Board until retried. */
-export async function enqueueDeadLetter(queues: Queues, deliveryId: string): Promise<void> {
-  await queues['webhooks-dead'].add('dead-delivery', { deliveryId }, { jobId: deliveryId });
+export async function enqueueDeadLetter(queues: Queues, deliveryId: string, labels?: DeliveryLabels): Promise<void> {
+  await queues['webhooks-dead'].add(deliveryJobName('dead-delivery', labels), { deliveryId, ...labels }, { jobId: deliveryId });
 }
 
 /** A finalized version's certificate (one job per version). */

@@ -29,7 +29,8 @@ export interface QueueDefinition {
 const keep = { removeOnComplete: { age: 24 * 3600, count: 10_000 }, removeOnFail: { age: 30 * 24 * 3600 } };
 
 /**
- * Every queue and its retry policy. Job data carries ids only; processors load state from PostgreSQL.
+ * Every queue and its retry policy. Job data carries ids (and support staff's labels, queue/labels.ts);
+ * processors load state from PostgreSQL.
  */
 export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
   prepare: {
@@ -42,7 +43,8 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     waits: true,
   },
   chain: {
-    description: 'Sign, submit, follow to finality and index confirmed transactions',
+    description:
+      'Sign, submit, follow to finality and index confirmed transactions (job id = transaction id; named with its type, network, org: and tx:)',
     defaultJobOptions: { attempts: 20, backoff: { type: 'exponential', delay: 2000 }, ...keep },
     // a job waits for its call's block and finality, holding its slot meanwhile (a few blocks): with 256 a burst
     // of 1,000 confirms waited in cohorts, 14 s at p95 before a job even started (npm run bench -- pipeline)
@@ -58,7 +60,8 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     maxStalledCount: 'schedule',
   },
   'webhooks-dead': {
-    description: 'Dead-lettered webhook deliveries (job id = delivery id): retry one to deliver it again with the full schedule',
+    description:
+      'Dead-lettered webhook deliveries (job id = delivery id; named with the event, org:, tx: and host:): retry one to deliver it again with the full schedule',
     // A dead letter waits in `failed` until retried; the retry re-enqueues the delivery and leaves this queue.
     defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 30 * 24 * 3600 } },
     concurrency: 4,

@@ -87,7 +87,8 @@ async function confirmInSpan(
   // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
   await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
   await publishTransactionUpdate(app, transactionId);
-  await enqueueTransaction(app.queues, transactionId).catch((err) => {
+  const labels = { transactionId, organizationId: principal.organizationId, type: kind, network: quote.session.network };
+  await enqueueTransaction(app.queues, labels).catch((err) => {
     // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
     app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
   });

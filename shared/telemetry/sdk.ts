@@ -115,13 +115,22 @@ const URL_ATTRIBUTES = ['url.full', 'http.url', 'http.target', 'url.query'];
 const DROPPED_EVENT_ATTRIBUTES = ['bullmq.job.result'];
 
 /**
+ * BullMQ names a job's `add` span after the job (`add <queue>.<job name>`), and a job's name carries the labels
+ * support staff search Bull Board by (queue/labels.ts: ids, a host): the span keeps the job's kind alone in its
+ * name, so span names stay few; the whole name is still its `bullmq.job.name` attribute.
+ */
+const LABELLED_ADD = /^(add \S+) .+$/;
+
+/**
  * Before a span is exported: replaces the query values of every URL attribute (but for the harmless ones) and
- * drops what BullMQ's events would carry of a job's data.
+ * drops what BullMQ's events would carry of a job's data; a labelled job's `add` span is named after its kind.
  */
 class SafeAttributes implements SpanProcessor {
   constructor(private readonly inner: SpanProcessor) {}
 
   onStart(span: Span, parent: Context): void {
+    const labelled = LABELLED_ADD.exec(span.name);
+    if (labelled) span.updateName(labelled[1]!);
     this.inner.onStart(span, parent);
   }
 

@@ -6,6 +6,7 @@ import { findWallet } from '../organizations/repo';
 import { appendLedgerEntry } from '../ledger/service';
 import { recordEvent } from '../webhooks/service';
 import { indexFinalizedVersion } from '../works/indexing';
+import { explorerUrl } from '../chain/explorer';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
 import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
@@ -50,7 +51,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
     const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
     await markFinalized(trx, tx, result, finalizedAt);
-    const deliveryId = await recordEvent(trx, deps.box, {
+    const delivery = await recordEvent(trx, deps.box, {
       transactionId: tx.id,
       organizationId: tx.organizationId,
       apiKeyId: tx.apiKeyId,
@@ -77,7 +78,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
       accessCode,
     });
     return effects({
-      deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
+      deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
       published: [tx.id],
       certificates: [{ workId, version }],
       settled: [settlement(tx, 'finalized', finalizedAt)],
@@ -125,7 +126,6 @@ async function indexVersion(trx: Knex.Transaction, tx: TransactionRow, at: Place
 
 /** The transaction's `result` on success (docs/api.md#transactions). */
 function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
-  const template = deps.config.chains.find((c) => c.network === tx.network)?.explorerUrlTemplate ?? '';
   return {
     ats_id: tx.atsId,
     version: at.version,
@@ -133,7 +133,7 @@ function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
     tx_hash: tx.txHash,
     block_number: at.inclusion.blockNumber,
     block_hash: at.inclusion.blockHash,
-    explorer_url: template.replace('{block}', String(at.inclusion.blockNumber)).replace('{index}', String(at.inclusion.index)),
+    explorer_url: explorerUrl(deps.config.chains, tx.network, at.inclusion),
     finalized_at: at.finalizedAt.toISOString(),
   };
 }
@@ -179,7 +179,7 @@ export async function failWithin(
     steps: enterStep(tx.steps, 'failed', failedAt),
     result: { error: { code: reason, message } },
   });
-  const deliveryId = await recordEvent(trx, deps.box, {
+  const delivery = await recordEvent(trx, deps.box, {
     transactionId: tx.id,
     organizationId: tx.organizationId,
     apiKeyId: tx.apiKeyId,
@@ -200,7 +200,7 @@ export async function failWithin(
     },
   });
   return effects({
-    deliveries: deliveryId ? [{ id: deliveryId, traceparent: tx.traceparent }] : [],
+    deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
     published: [tx.id],
     settled: [settlement(tx, 'failed', failedAt)],
   });

@@ -16,8 +16,8 @@ export interface ReconcileOptions {
  */
 export async function reconcileTransactions(deps: { db: Knex; queues: Queues; log: Logger }, options: ReconcileOptions): Promise<string[]> {
   const requeued: string[] = [];
-  for (const { id, traceparent } of await idleUnfinished(deps.db, options.idleSeconds, options.limit ?? 500)) {
-    if (await requeueTransaction(deps.queues, id, traceparent)) requeued.push(id);
+  for (const { traceparent, ...labels } of await idleUnfinished(deps.db, options.idleSeconds, options.limit ?? 500)) {
+    if (await requeueTransaction(deps.queues, labels, traceparent)) requeued.push(labels.transactionId);
   }
   if (requeued.length) deps.log.warn({ transactions: requeued.length }, 'reconciler re-enqueued stuck transactions');
   return requeued;

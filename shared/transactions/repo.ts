@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
 import type { Step, TransactionStatus } from './steps';
-import { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
+import { toTransaction, type NewTransactionRow, type StuckTransaction, type TransactionRow } from './row';
 
 export { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
 
@@ -243,14 +243,14 @@ export async function confirmedJobIds(db: Knex, jobIds: readonly string[]): Prom
   return new Set((await db('transactions').whereIn('job_id', jobIds).pluck('job_id')) as string[]);
 }
 
-/** Unfinished transactions untouched for `idleSeconds`, the longest idle first, with the trace each belongs to. */
-export async function idleUnfinished(db: Knex, idleSeconds: number, limit: number): Promise<{ id: string; traceparent: string | null }[]> {
+/** Unfinished transactions untouched for `idleSeconds`, the longest idle first, with their jobs' labels and trace. */
+export async function idleUnfinished(db: Knex, idleSeconds: number, limit: number): Promise<StuckTransaction[]> {
   return db('transactions')
     .whereIn('status', ['pending', 'submitted', 'in_block'] satisfies TransactionStatus[])
     .where('updated_at', '<', db.raw(`now() - make_interval(secs => ?)`, [idleSeconds]))
     .orderBy('updated_at')
     .limit(limit)
-    .select('id', 'traceparent');
+    .select('id as transactionId', 'organization_id as organizationId', 'type', 'network', 'traceparent');
 }
 
 /** The explorer link finalization announced for a transaction (its result), if any. */

@@ -1,8 +1,12 @@
 import type { Network } from '../config';
 import type { AnchorPayload } from './anchor';
 import type { Step, StepName, TransactionStatus } from './steps';
+import type { TransactionLabels } from '../queue/labels';
 
 /* A transaction as the code sees it, and the mapping from its row (the SQL is repo.ts's). */
+
+/** A transaction the reconciler may enqueue again: its chain job's labels (queue/labels.ts) and its trace. */
+export type StuckTransaction = TransactionLabels & { readonly traceparent: string | null };
 
 export interface TransactionRow {
   readonly id: string;

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { enqueueDelivery, type Queues } from '../queue/jobs';
-import { deadDeliveries, markDeadAgain, reviveDead, type DeadDeliveryRow } from './repo';
+import { deadDeliveries, labelSource, markDeadAgain, reviveDead, type DeadDeliveryRow } from './repo';
+import { labelsOf } from './service';
 
 export interface DeadLetterDeps {
   readonly db: Knex;
@@ -39,7 +40,8 @@ export async function reviveDeadDelivery(
   const jobId = `${deliveryId}-retry-${Date.now().toString(36)}`;
   if (!(await reviveDead(deps.db, deliveryId, jobId))) return null;
   try {
-    await enqueueDelivery(deps.queues, deps.webhooks.retrySchedule, deliveryId, jobId);
+    const source = await labelSource(deps.db, deliveryId);
+    await enqueueDelivery(deps.queues, deps.webhooks.retrySchedule, deliveryId, { jobId, labels: source && labelsOf(source) });
   } catch (err) {
     await markDeadAgain(deps.db, deliveryId, jobId);
     throw err;

@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { enqueueDelivery, enqueueFirstAttempts, type Queues } from '../queue/jobs';
 import { claimUnclaimed, unclaimedDestinations } from './repo';
 import { inTraceOf } from '../telemetry/tracing';
+import { webhookHost, type DeliveryLabels } from '../queue/labels';
 
 export interface EnqueueDeps {
   readonly db: Knex;
@@ -11,10 +12,11 @@ export interface EnqueueDeps {
   readonly config: Pick<Config, 'webhooks'>;
 }
 
-/** A delivery just recorded, and the trace of its transaction (null when untraced). */
+/** A delivery just recorded, the trace of its transaction (null when untraced), and its jobs' labels. */
 export interface NewDelivery {
   readonly id: string;
   readonly traceparent: string | null;
+  readonly labels?: DeliveryLabels;
 }
 
 /** Deliveries to one destination whose first attempts share a job, at most. */
@@ -30,24 +32,30 @@ export async function enqueueDeliveries(deps: EnqueueDeps, deliveries: readonly 
   const schedule = deps.config.webhooks.retrySchedule;
   // a delivery's job is added in its transaction's trace (a failure's is recorded in a relayer round, in none)
   if (deliveries.length <= 1) {
-    for (const { id, traceparent } of deliveries) await inTraceOf(traceparent, () => enqueueDelivery(deps.queues, schedule, id));
+    for (const { id, traceparent, labels } of deliveries)
+      await inTraceOf(traceparent, () => enqueueDelivery(deps.queues, schedule, id, { labels }));
     return;
   }
   const deliveryIds = deliveries.map((d) => d.id);
-  const traceOf = new Map(deliveries.map((d) => [d.id, d.traceparent]));
+  const byId = new Map(deliveries.map((d) => [d.id, d]));
   const byUrl = new Map<string, string[]>();
   for (const { id, url } of await unclaimedDestinations(deps.db, deliveryIds)) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
   const groups = [...byUrl.values()].flatMap((ids) =>
     Array.from({ length: Math.ceil(ids.length / DELIVERY_BATCH) }, (_, i) => ids.slice(i * DELIVERY_BATCH, (i + 1) * DELIVERY_BATCH)),
   );
-  const batches = groups.filter((ids) => ids.length > 1).map((ids) => ({ jobId: `batch-${randomUUID()}`, deliveryIds: ids }));
+  const hostOf = new Map([...byUrl].flatMap(([url, ids]) => ids.map((id) => [id, webhookHost(url)] as const)));
+  const batches = groups
+    .filter((ids) => ids.length > 1)
+    .map((ids) => ({ jobId: `batch-${randomUUID()}`, deliveryIds: ids, host: hostOf.get(ids[0]!) }));
   const claimed = await claimUnclaimed(
     deps.db,
     batches.flatMap((b) => b.deliveryIds.map((id) => ({ id, jobId: b.jobId }))),
   );
   // anything not claimed for a batch (alone to its URL, claimed meanwhile, or not pending) gets the job it always
   // had: its run decides
-  const singles = deliveryIds.filter((id) => !claimed.has(id)).map((deliveryId) => ({ deliveryId, traceparent: traceOf.get(deliveryId) }));
+  const singles = deliveryIds
+    .filter((id) => !claimed.has(id))
+    .map((deliveryId) => ({ deliveryId, traceparent: byId.get(deliveryId)?.traceparent, labels: byId.get(deliveryId)?.labels }));
   const kept = batches
     .map((b) => ({ ...b, deliveryIds: b.deliveryIds.filter((id) => claimed.has(id)) }))
     .filter((b) => b.deliveryIds.length > 0);

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { enqueueDelivery, isLive, type Queues } from '../queue/jobs';
-import { claimDelivery, idlePendingDeliveries } from './repo';
+import { claimDelivery, idlePendingDeliveries, labelSource } from './repo';
+import { labelsOf } from './service';
 
 export interface ReconcileDeps {
   readonly db: Knex;
@@ -22,7 +23,8 @@ export async function reconcileDeliveries(deps: ReconcileDeps, options: { idleSe
     if (await isLive(deps.queues.webhooks, currentJobId ?? id)) continue;
     const jobId = `${id}-r-${Date.now().toString(36)}`;
     if (!(await claimDelivery(deps.db, id, currentJobId, jobId))) continue; // moved on meanwhile
-    await enqueueDelivery(deps.queues, deps.config.webhooks.retrySchedule, id, jobId);
+    const source = await labelSource(deps.db, id);
+    await enqueueDelivery(deps.queues, deps.config.webhooks.retrySchedule, id, { jobId, labels: source && labelsOf(source) });
     requeued.push(id);
   }
   if (requeued.length) deps.log.warn({ deliveries: requeued.length }, 'reconciler re-enqueued stuck webhook deliveries');

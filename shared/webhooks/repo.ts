@@ -9,7 +9,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const LOAD = `
   SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
-         e.payload, e.sealed_access_code, e.traceparent, e.confirmed_at, k.webhook_secret_encrypted
+         e.organization_id, e.payload, e.sealed_access_code, e.traceparent, e.confirmed_at, k.webhook_secret_encrypted
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
     JOIN api_key_webhooks k ON k.id = e.api_key_id
@@ -107,6 +107,7 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
   eventId: r.event_id,
   event: r.type,
   transactionId: r.transaction_id,
+  organizationId: r.organization_id,
   apiKeyId: r.api_key_id,
   payload: r.payload,
   sealedAccessCode: r.sealed_access_code,
@@ -161,6 +162,17 @@ export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliver
     .select('d.id', 'e.type as event', 'e.transaction_id', 'd.url', 'd.attempts', 'd.last_status_code', 'd.last_error', 'd.updated_at');
   if (id !== undefined) query.where('d.id', id);
   return query;
+}
+
+/** What a delivery's jobs are labelled with (queue/labels.ts), from its row and its event's; undefined if unknown. */
+export async function labelSource(
+  db: Knex,
+  id: string,
+): Promise<Pick<Delivery, 'organizationId' | 'transactionId' | 'event' | 'url'> | undefined> {
+  return db('webhook_deliveries as d')
+    .join('events as e', 'e.id', 'd.event_id')
+    .where('d.id', id)
+    .first('e.organization_id as organizationId', 'e.transaction_id as transactionId', 'e.type as event', 'd.url');
 }
 
 /** How many deliveries are dead (dead-lettered) now. */

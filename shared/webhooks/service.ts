@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { SecretBox } from '../crypto/secret-box';
-import { insertDelivery, insertEvent, webhookUrlOf } from './repo';
+import { insertDelivery, insertEvent, webhookUrlOf, type Delivery } from './repo';
+import { webhookHost, type DeliveryLabels } from '../queue/labels';
 
 export type EventType = 'work_registered' | 'work_updated' | 'work_failed';
 
@@ -21,11 +22,22 @@ export interface NewEvent {
 
 export const accessCodeAad = (eventId: string) => `access-code:${eventId}`;
 
+/** A delivery just recorded: its id, and the labels its jobs carry for support staff (queue/labels.ts). */
+export interface RecordedDelivery {
+  readonly id: string;
+  readonly labels: DeliveryLabels;
+}
+
+/** A delivery's labels: its organization, transaction and event, and of its URL the host alone. */
+export function labelsOf(d: Pick<Delivery, 'organizationId' | 'transactionId' | 'event' | 'url'>): DeliveryLabels {
+  return { organizationId: d.organizationId, transactionId: d.transactionId, event: d.event, host: webhookHost(d.url) };
+}
+
 /**
  * Records the one event of a transaction outcome and, when the key that made the write has a webhook URL,
- * its delivery. Runs inside the caller's SQL transaction; returns the delivery id to enqueue after commit.
+ * its delivery. Runs inside the caller's SQL transaction; returns the delivery to enqueue after commit.
  */
-export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: NewEvent): Promise<string | null> {
+export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: NewEvent): Promise<RecordedDelivery | null> {
   const id = randomUUID();
   const sealedAccessCode = event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null;
   await insertEvent(trx, { ...event, id, sealedAccessCode });
@@ -33,5 +45,5 @@ export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: 
   if (!url) return null;
   const deliveryId = randomUUID();
   await insertDelivery(trx, { id: deliveryId, eventId: id, apiKeyId: event.apiKeyId, url });
-  return deliveryId;
+  return { id: deliveryId, labels: labelsOf({ ...event, event: event.type, url }) };
 }

@@ -9,6 +9,7 @@ export interface Delivery {
   readonly eventId: string;
   readonly event: string;
   readonly transactionId: string;
+  readonly organizationId: string;
   readonly apiKeyId: string;
   readonly payload: Record<string, unknown>;
   readonly sealedAccessCode: string | null;

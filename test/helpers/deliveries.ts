@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Resources } from '../../shared/resources';
 import { recordEvent } from '../../shared/webhooks/service';
-import { enqueueDelivery } from '../../shared/queue/jobs';
+import { enqueueDelivery, type DeliveryLabels } from '../../shared/queue/jobs';
 import { createKey, createOrg, type TestKey } from './factories';
 import { eventually } from './app';
 
 export interface TestDelivery {
   readonly deliveryId: string;
   readonly transactionId: string;
+  readonly organizationId: string;
   readonly key: TestKey;
+  /** What its jobs are labelled with, as the pipeline labels them. */
+  readonly labels: DeliveryLabels;
 }
 
 /**
@@ -17,7 +20,7 @@ export interface TestDelivery {
  */
 export async function deliverEvent(ctx: Resources, url: string): Promise<TestDelivery> {
   const recorded = await recordDelivery(ctx, url);
-  await enqueueDelivery(ctx.queues, ctx.config.webhooks.retrySchedule, recorded.deliveryId);
+  await enqueueDelivery(ctx.queues, ctx.config.webhooks.retrySchedule, recorded.deliveryId, { labels: recorded.labels });
   return recorded;
 }
 
@@ -26,7 +29,7 @@ export async function recordDelivery(ctx: Resources, url: string): Promise<TestD
   const organizationId = await createOrg(ctx, 0);
   const key = await createKey(ctx, organizationId, ['works:register'], url);
   const transactionId = randomUUID();
-  const deliveryId = await ctx.db.transaction(async (trx) => {
+  const delivery = await ctx.db.transaction(async (trx) => {
     await trx('transactions').insert({
       id: transactionId,
       organization_id: organizationId,
@@ -60,8 +63,8 @@ export async function recordDelivery(ctx: Resources, url: string): Promise<TestD
       },
     });
   });
-  if (!deliveryId) throw new Error('the key has no webhook URL');
-  return { deliveryId, transactionId, key };
+  if (!delivery) throw new Error('the key has no webhook URL');
+  return { deliveryId: delivery.id, transactionId, organizationId, key, labels: delivery.labels };
 }
 
 /** The delivery's row once it reaches `status` (PostgreSQL polled, bounded). */

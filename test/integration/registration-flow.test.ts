@@ -118,7 +118,21 @@ describe('registration, end to end on the local chain', function () {
         }, 'the sealed access code to be dropped');
         expect(sealed).to.equal(true);
       }
-      expect(p.explorer_url).to.match(new RegExp(`/extrinsics/${p.block_number}-\\d+\\?network=melodie$`));
+      // outside production the link opens the local chain's block in polkadot.js apps (shared/config.ts)
+      const node = testServices().config.chains[0]!.wsUrl;
+      expect(p.explorer_url).to.equal(`https://polkadot.js.org/apps/?rpc=${encodeURIComponent(node)}#/explorer/query/${p.block_number}`);
+      expect(node).to.match(/^ws:\/\/127\.0\.0\.1:\d+$/);
+
+      // its jobs as support staff find them in Bull Board: named and labelled with the organization, the
+      // transaction, the type or event and the webhook's host, and nothing else (no secret, no title, no creator)
+      const chainJob = (await app.context.queues.chain.getJob(txId))!;
+      expect(chainJob.name).to.equal(`transaction register testnet org:${org} tx:${txId}`);
+      expect(chainJob.data).to.deep.equal({ transactionId: txId, organizationId: org, type: 'register', network: 'testnet' });
+      const deliveryId = String(hook!.headers['x-service-delivery']);
+      const host = new URL(receiver.url).host;
+      const deliveryJob = (await app.context.queues.webhooks.getJob(deliveryId))!;
+      expect(deliveryJob.name).to.equal(`deliver work_registered org:${org} tx:${txId} host:${host}`);
+      expect(deliveryJob.data).to.deep.equal({ deliveryId, organizationId: org, transactionId: txId, event: 'work_registered', host });
 
       // on chain: the block holds the extrinsic, whose remark carries the commitment, signed by the owner
       const block = await api.rpc.chain.getBlock(p.block_hash);

@@ -45,15 +45,17 @@ describe('webhook delivery: first attempts batched per destination', function ()
     };
     await enqueueDeliveries(
       app.context,
-      [ok!, flaky!, gone!].map((d) => ({ id: d.deliveryId, traceparent: null })),
+      [ok!, flaky!, gone!].map((d) => ({ id: d.deliveryId, traceparent: null, labels: d.labels })),
     );
 
     const batchJobId = await currentJob(ok!);
     expect(batchJobId).to.match(/^batch-/);
     expect(await currentJob(gone!)).to.equal(batchJobId);
     const batch = await app.context.queues.webhooks.getJob(batchJobId!);
-    expect(batch!.name).to.equal('deliver-batch');
-    expect(batch!.data).to.deep.equal({ deliveryIds: [ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId] });
+    // labelled with the one host its deliveries go to (never the URL's path)
+    const host = new URL(receiver.url).host;
+    expect(batch!.name).to.equal(`deliver-batch host:${host}`);
+    expect(batch!.data).to.deep.equal({ deliveryIds: [ok!.deliveryId, flaky!.deliveryId, gone!.deliveryId], host });
 
     await deliveryReaches(app.context, ok!.deliveryId, 'delivered');
     await deliveryReaches(app.context, gone!.deliveryId, 'dead');
@@ -76,7 +78,8 @@ describe('webhook delivery: first attempts batched per destination', function ()
     const retryJobId = await currentJob(flaky!);
     expect(retryJobId).to.match(new RegExp(`^${flaky!.deliveryId}-next-`));
     const retryJob = await app.context.queues.webhooks.getJob(retryJobId!);
-    expect(retryJob!.data).to.deep.equal({ deliveryId: flaky!.deliveryId, retriesMade: 1 });
+    expect(retryJob!.data).to.deep.equal({ deliveryId: flaky!.deliveryId, retriesMade: 1, ...flaky!.labels });
+    expect(retryJob!.name).to.equal(`deliver work_failed org:${flaky!.organizationId} tx:${flaky!.transactionId} host:${host}`);
     expect(retryJob!.opts.attempts, 'the rest of the schedule').to.equal(2);
 
     // every request signed afresh with its key's secret, each delivery under its own id
@@ -88,7 +91,8 @@ describe('webhook delivery: first attempts batched per destination', function ()
     }
 
     // the dead one is in the dead-letter queue; the batch job completed with each delivery's outcome
-    await eventually(() => app.context.queues['webhooks-dead'].getJob(gone!.deliveryId), 'the dead letter');
+    const deadLetter = await eventually(() => app.context.queues['webhooks-dead'].getJob(gone!.deliveryId), 'the dead letter');
+    expect(deadLetter.data).to.deep.include({ deliveryId: gone!.deliveryId, ...gone!.labels });
     const done = await eventually(async () => {
       const job = await app.context.queues.webhooks.getJob(batchJobId!);
       return (await job?.isCompleted()) ? job : undefined;

@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
-import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
+import { attemptRows, deliverEvent, deliveryReaches, recordDelivery } from '../helpers/deliveries';
+import { deliveryJobOptions, enqueueDelivery } from '../../shared/queue/jobs';
 import { adminToken, operatorToken } from '../helpers/identity';
 import { createOrg, issuedSecrets } from '../helpers/factories';
 import { configWith } from '../helpers/services';
@@ -41,12 +42,22 @@ describe('dead letters and Bull Board', function () {
   async function deadDelivery(url: string) {
     const d = await deliverEvent(app.context, url);
     await deliveryReaches(app.context, d.deliveryId, 'dead');
-    await eventually(async () => {
-      const job = await app.context.queues['webhooks-dead'].getJob(d.deliveryId);
-      return job && (await job.getState()) === 'failed' ? job : undefined;
-    }, 'the dead letter to be parked');
+    await parked(d.deliveryId);
     return d;
   }
+
+  const parked = (deliveryId: string) =>
+    eventually(async () => {
+      const job = await app.context.queues['webhooks-dead'].getJob(deliveryId);
+      return job && (await job.getState()) === 'failed' ? job : undefined;
+    }, 'the dead letter to be parked');
+
+  const boardJob = async (queue: string, status: string, id: string) => {
+    const listed = await call(app.url, 'GET', `${BOARD}/api/queues?activeQueue=${queue}&status=${status}&page=1&jobsPerPage=50`, {
+      headers: basic(OPERATOR.user, OPERATOR.password),
+    });
+    return listed.body.queues.find((q: { name: string }) => q.name === queue).jobs.find((j: { id: string }) => j.id === id);
+  };
 
   it('answers 401 in the error envelope without credentials or with wrong ones', async () => {
     for (const path of [BOARD, `${BOARD}/`, `${BOARD}/api/queues`, `${BOARD}/static/css/x.css`]) {
@@ -134,6 +145,61 @@ describe('dead letters and Bull Board', function () {
     } finally {
       await restricted.close();
     }
+  });
+
+  it('labels a dead letter with what support staff search by, and with nothing of the URL but its host, nor any secret', async () => {
+    // a URL with a path, a token in its query and a user part (new keys may not have one; an older key might)
+    const token = `tok-${randomBytes(9).toString('base64url')}`;
+    const [user, password] = [`u${randomBytes(6).toString('hex')}`, `pw-${randomBytes(9).toString('base64url')}`];
+    issuedSecrets.add(token).add(password);
+    const d = await recordDelivery(app.context, `${receiver.url}/private-hook-path?token=${token}`);
+    const stored = new URL(`${receiver.url}/private-hook-path?token=${token}`);
+    Object.assign(stored, { username: user, password });
+    await app.context.db('webhook_deliveries').where({ id: d.deliveryId }).update({ url: stored.toString() });
+    await enqueueDelivery(app.context.queues, app.context.config.webhooks.retrySchedule, d.deliveryId, { labels: d.labels });
+    await deliveryReaches(app.context, d.deliveryId, 'dead');
+    const job = await parked(d.deliveryId);
+
+    const host = new URL(receiver.url).host;
+    const labels = { organizationId: d.organizationId, transactionId: d.transactionId, event: 'work_failed', host };
+    expect(job.name).to.equal(`dead-delivery work_failed org:${d.organizationId} tx:${d.transactionId} host:${host}`);
+    expect(job.data).to.deep.equal({ deliveryId: d.deliveryId, parked: true, ...labels });
+    // Bull Board's API shows them as they are
+    const entry = await boardJob('webhooks-dead', 'failed', d.deliveryId);
+    expect(entry).to.deep.include({ name: job.name, data: job.data });
+    // the delivery job carries the same labels
+    const deliveryJob = (await app.context.queues.webhooks.getJob(d.deliveryId))!;
+    expect(deliveryJob.name).to.equal(`deliver work_failed org:${d.organizationId} tx:${d.transactionId} host:${host}`);
+    expect(deliveryJob.data).to.deep.equal({ deliveryId: d.deliveryId, ...labels });
+
+    const shown = [JSON.stringify(entry), JSON.stringify([job.name, job.data]), JSON.stringify([deliveryJob.name, deliveryJob.data])];
+    for (const text of shown)
+      for (const secret of [d.key.webhookSecret, token, user, password, 'private-hook-path']) expect(text).to.not.include(secret);
+  });
+
+  it('still runs the jobs older code enqueued, without labels (a rolling deploy), and labels what follows them', async () => {
+    const d = await recordDelivery(app.context, `${receiver.url}?case=unlabelled`);
+    const { retrySchedule } = app.context.config.webhooks;
+    await app.context.queues.webhooks.add('deliver', { deliveryId: d.deliveryId }, deliveryJobOptions(retrySchedule, d.deliveryId));
+    await deliveryReaches(app.context, d.deliveryId, 'dead');
+    // its dead letter is labelled from the delivery's row
+    expect((await parked(d.deliveryId)).data).to.deep.include(d.labels);
+
+    // a dead letter as older code made it: its delivery id alone
+    await (await app.context.queues['webhooks-dead'].getJob(d.deliveryId))!.remove();
+    await app.context.queues['webhooks-dead'].add('dead-delivery', { deliveryId: d.deliveryId }, { jobId: d.deliveryId });
+    const old = await parked(d.deliveryId);
+    expect(old.data).to.deep.equal({ deliveryId: d.deliveryId, parked: true });
+    expect(old.failedReason).to.include('HTTP 400');
+    const retry = await call(app.url, 'PUT', `${BOARD}/api/queues/webhooks-dead/${d.deliveryId}/retry`, {
+      headers: basic(OPERATOR.user, OPERATOR.password),
+    });
+    expect(retry.status, retry.text).to.equal(204);
+    const row = await deliveryReaches(app.context, d.deliveryId, 'delivered');
+    // the delivery job of the retry is labelled again
+    const revived = (await app.context.queues.webhooks.getJob(row.current_job_id))!;
+    expect(revived.data).to.deep.equal({ deliveryId: d.deliveryId, ...d.labels });
+    expect(revived.name).to.equal(`deliver work_failed org:${d.organizationId} tx:${d.transactionId} host:${d.labels.host}`);
   });
 
   it('retries a dead letter through the Bull Board API: delivered again, signed afresh, same delivery, dead letter gone', async () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { loadConfig, ConfigError, type Env } from '../../shared/config';
 import { validEnv } from '../helpers/valid-env';
+import { explorerUrl } from '../../shared/chain/explorer';
 
 const valid: Env = validEnv();
 
@@ -11,7 +12,34 @@ describe('configuration', () => {
     expect(config.ttl).to.deep.equal({ uploadSeconds: 600, quoteSeconds: 300, idempotencySeconds: 86400 });
     expect(config.workers.queues).to.include.members(['prepare', 'chain', 'webhooks']);
     expect(Object.isFrozen(config.http)).to.equal(true);
-    expect(config.chains[0]?.explorerUrlTemplate).to.include('network=melodie');
+  });
+
+  it("links to Allfeat's explorer in production and to the configured node in polkadot.js apps elsewhere", () => {
+    const production = { ...valid, NODE_ENV: 'production', OPERATOR_ORG_IDS: 'ops' };
+    const templates = (env: Env) => loadConfig(env).chains.map((c) => [c.network, c.explorerUrlTemplate]);
+    const both = { CHAIN_MAINNET_WS: 'wss://user:secret@node.example/ws?apikey=k', RELAYER_SEED_MAINNET: '//Bob' };
+    expect(templates({ ...production, ...both })).to.deep.equal([
+      ['testnet', 'https://explorer.allfeat.org/extrinsics/{block}-{index}?network=melodie'],
+      ['mainnet', 'https://explorer.allfeat.org/extrinsics/{block}-{index}'],
+    ]);
+    for (const nodeEnv of ['development', 'test', undefined]) {
+      expect(templates({ ...valid, ...both, NODE_ENV: nodeEnv }), String(nodeEnv)).to.deep.equal([
+        ['testnet', 'https://polkadot.js.org/apps/?rpc=ws%3A%2F%2F127.0.0.1%3A9944#/explorer/query/{block}'],
+        // the node's credentials and query stay out of a link
+        ['mainnet', 'https://polkadot.js.org/apps/?rpc=wss%3A%2F%2Fnode.example%2Fws#/explorer/query/{block}'],
+      ]);
+    }
+    // a template set explicitly wins, in production and elsewhere
+    for (const env of [production, valid])
+      expect(loadConfig({ ...env, EXPLORER_URL_TESTNET: 'https://x.example/b/{block}' }).chains[0]?.explorerUrlTemplate).to.equal(
+        'https://x.example/b/{block}',
+      );
+    expect(explorerUrl(loadConfig(valid).chains, 'testnet', { blockNumber: 42, index: 3 })).to.equal(
+      'https://polkadot.js.org/apps/?rpc=ws%3A%2F%2F127.0.0.1%3A9944#/explorer/query/42',
+    );
+    expect(explorerUrl(loadConfig(production).chains, 'testnet', { blockNumber: 42, index: 3 })).to.equal(
+      'https://explorer.allfeat.org/extrinsics/42-3?network=melodie',
+    );
   });
 
   it('names every missing or malformed variable at once', () => {

@@ -5,7 +5,8 @@ import { PG, pgCode } from '../db/knex';
 import { enqueueTransaction } from '../queue/jobs';
 import type { AnchorPayload } from '../transactions/anchor';
 import { createTransaction, type NewTransaction } from '../transactions/service';
-import { publishTransactionUpdate } from '../transactions/updates';
+import { publishTransactionRows } from '../transactions/updates';
+import type { TransactionRow } from '../transactions/row';
 import type { PreparedQuote, UploadSession } from './types';
 import type { Span } from '@opentelemetry/api';
 import { ATTR, inSpan, traceparentOf } from '../telemetry/tracing';
@@ -58,21 +59,21 @@ async function confirmInSpan(
   }
   if (taken.kind !== 'taken') throw preparedNotFound();
   const quote = taken.quote;
-  let transactionId: string;
+  let created: TransactionRow;
   try {
     if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
     if (!quote.isValid)
       throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
-    transactionId = await app.db.transaction(async (trx) => {
-      const id = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId, traceparent: traceparentOf() });
+    created = await app.db.transaction(async (trx) => {
+      const row = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId, traceparent: traceparentOf() });
       await appendLedgerEntry(trx, {
         organizationId: principal.organizationId,
         kind: 'debit',
         amount: -quote.price.total_price_credits,
-        reference: id,
+        reference: row.id,
         reason: kind,
       });
-      return id;
+      return row;
     });
   } catch (err) {
     if (pgCode(err) === PG.uniqueViolation && (err as { constraint?: string }).constraint === 'transactions_job_id_unique') {
@@ -83,10 +84,11 @@ async function confirmInSpan(
     await store.revertConfirm(principal.organizationId, jobId).catch(() => undefined);
     throw err;
   }
+  const transactionId = created.id;
   span.setAttributes({ [ATTR.transaction]: transactionId, [ATTR.network]: quote.session.network });
   // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
   await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
-  await publishTransactionUpdate(app, transactionId);
+  await publishTransactionRows(app, [created]);
   const labels = { transactionId, organizationId: principal.organizationId, type: kind, network: quote.session.network };
   await enqueueTransaction(app.queues, labels).catch((err) => {
     // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.

@@ -11,7 +11,7 @@ import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
-import { publishTransactionUpdate } from './updates';
+import { publishTransactionRows } from './updates';
 
 export interface PipelineDeps {
   readonly app: TransactionDeps;
@@ -114,10 +114,10 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
 
 /** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */
 async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
-  const steps = enterStep(tx.steps, name);
-  await updateTransaction(app.db, tx.id, { current_step: name, steps });
-  await publishTransactionUpdate(app, tx.id);
-  return { ...tx, steps, currentStep: name };
+  const moved = await updateTransaction(app.db, tx.id, { current_step: name, steps: enterStep(tx.steps, name) });
+  if (!moved) throw new Error(`transaction ${tx.id} does not exist`);
+  await publishTransactionRows(app, [moved]);
+  return moved;
 }
 
 /**

@@ -5,33 +5,30 @@ import { toTransaction, type NewTransactionRow, type StuckTransaction, type Tran
 
 export { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
 
-export async function findTransaction(
-  db: Knex | Knex.Transaction,
-  id: string,
-  options: { forUpdate?: boolean } = {},
-): Promise<TransactionRow | undefined> {
+type Db = Knex | Knex.Transaction;
+
+export async function findTransaction(db: Db, id: string, options: { forUpdate?: boolean } = {}): Promise<TransactionRow | undefined> {
   const query = db('transactions').where({ id }).first();
   const row = await (options.forUpdate ? query.forUpdate() : query);
   return row ? toTransaction(row) : undefined;
 }
 
 /** The transaction a job was confirmed into, if it was (one per job id). */
-export async function transactionIdForJob(db: Knex | Knex.Transaction, jobId: string): Promise<string | undefined> {
+export async function transactionIdForJob(db: Db, jobId: string): Promise<string | undefined> {
   const row = await db('transactions').where({ job_id: jobId }).first('id');
   return row?.id;
 }
 
-/** Column updates in their snake_case names; `updated_at` is always moved. */
-export async function updateTransaction(db: Knex | Knex.Transaction, id: string, changes: Record<string, unknown>): Promise<void> {
+/** Changes columns (snake_case) of one transaction and `updated_at`; answers the row as left (no second read). */
+export async function updateTransaction(db: Db, id: string, changes: Record<string, unknown>): Promise<TransactionRow | undefined> {
   const values = { ...changes, updated_at: db.fn.now() };
   if ('steps' in values) values.steps = JSON.stringify(values.steps);
   if ('result' in values && values.result !== null) values.result = JSON.stringify(values.result);
-  await db('transactions').where({ id }).update(values);
+  const [row] = await db('transactions').where({ id }).update(values).returning('*');
+  return row ? toTransaction(row) : undefined;
 }
 
 /* What the pipeline and the relayer's submitter read and write of transactions. */
-
-type Db = Knex | Knex.Transaction;
 
 function readyCalls(db: Db, network: Network) {
   return db('transactions')
@@ -162,8 +159,7 @@ export async function setOwnerCall(db: Db, id: string, callHex: string, ownerNon
   await db('transactions').where({ id }).update({ call_hex: callHex, owner_nonce: ownerNonce.toString() });
 }
 
-/** Keeps the first call built for the transaction only. */
-/** The row with its call set, or nothing when a call was already kept (a concurrent rerun's). */
+/** Keeps the first call built only: the row with its call set, or nothing when one was kept (a concurrent rerun's). */
 export async function setCallOnce(db: Db, id: string, callHex: string): Promise<TransactionRow | undefined> {
   const [row] = await db('transactions').where({ id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: db.fn.now() }, '*');
   return row ? toTransaction(row) : undefined;
@@ -205,24 +201,27 @@ export async function restartUnfinished(db: Db, network: Network): Promise<numbe
   return ids.length;
 }
 
-export async function insertTransaction(trx: Knex.Transaction, row: NewTransactionRow): Promise<void> {
-  await trx('transactions').insert({
-    id: row.id,
-    job_id: row.jobId,
-    organization_id: row.organizationId,
-    api_key_id: row.apiKeyId,
-    network: row.network,
-    type: row.type,
-    status: 'pending',
-    current_step: row.steps[row.steps.length - 1]!.name,
-    steps: JSON.stringify(row.steps),
-    anchor: JSON.stringify(row.anchor),
-    price_credits: row.priceCredits,
-    ats_id: row.atsId,
-    work_id: row.workId,
-    external_user_ref: row.externalUserRef,
-    traceparent: row.traceparent,
-  });
+export async function insertTransaction(trx: Knex.Transaction, row: NewTransactionRow): Promise<TransactionRow> {
+  const [inserted] = await trx('transactions')
+    .insert({
+      id: row.id,
+      job_id: row.jobId,
+      organization_id: row.organizationId,
+      api_key_id: row.apiKeyId,
+      network: row.network,
+      type: row.type,
+      status: 'pending',
+      current_step: row.steps[row.steps.length - 1]!.name,
+      steps: JSON.stringify(row.steps),
+      anchor: JSON.stringify(row.anchor),
+      price_credits: row.priceCredits,
+      ats_id: row.atsId,
+      work_id: row.workId,
+      external_user_ref: row.externalUserRef,
+      traceparent: row.traceparent,
+    })
+    .returning('*');
+  return toTransaction(inserted);
 }
 
 /** The network's next registration id (`ats_counters`), taken inside the caller's transaction. */

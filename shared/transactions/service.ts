@@ -25,10 +25,10 @@ export interface NewTransaction {
 }
 
 /** Records a confirmed quote as a pending transaction; a registration's ats_id is allocated here. */
-export async function createTransaction(trx: Knex.Transaction, input: NewTransaction): Promise<string> {
+export async function createTransaction(trx: Knex.Transaction, input: NewTransaction): Promise<TransactionRow> {
   const id = randomUUID();
   const atsId = input.kind === 'register' ? await allocateAtsId(trx, input.network) : (input.atsId ?? null);
-  await insertTransaction(trx, {
+  return insertTransaction(trx, {
     id,
     jobId: input.jobId,
     organizationId: input.organizationId,
@@ -43,7 +43,6 @@ export async function createTransaction(trx: Knex.Transaction, input: NewTransac
     externalUserRef: input.externalUserRef,
     traceparent: input.traceparent ?? null,
   });
-  return id;
 }
 
 export interface TransactionView {

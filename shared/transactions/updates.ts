@@ -3,6 +3,7 @@ import type { Redis } from '../redis/client';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { findTransactions } from './repo';
+import type { TransactionRow } from './row';
 import { presentTransaction, type TransactionView } from './service';
 
 /**
@@ -29,19 +30,24 @@ export async function loadTransactionViews(db: Knex, ids: readonly string[]): Pr
   return (await findTransactions(db, ids)).map(presentTransaction);
 }
 
-/** Publishes the current state of one transaction; call after the SQL transaction that changed it commits. */
-export function publishTransactionUpdate(app: UpdateDeps, transactionId: string): Promise<void> {
-  return publishTransactionUpdates(app, [transactionId]);
-}
-
 /**
  * Publishes the current state of several transactions (a batch's items). Never throws: the change is
  * already durable, and a failed publish must not fail or retry the work that made it.
  */
 export async function publishTransactionUpdates(app: UpdateDeps, transactionIds: readonly string[]): Promise<void> {
   if (!transactionIds.length) return;
+  await publishing(app, transactionIds.length, async () => loadTransactionViews(app.db, transactionIds));
+}
+
+/** Publishes rows the caller has just read or written (after their commit), without reading them again. */
+export async function publishTransactionRows(app: UpdateDeps, rows: readonly TransactionRow[]): Promise<void> {
+  if (!rows.length) return;
+  await publishing(app, rows.length, async () => rows.map(presentTransaction));
+}
+
+async function publishing(app: UpdateDeps, count: number, viewsOf: () => Promise<TransactionView[]>): Promise<void> {
   try {
-    const views = await loadTransactionViews(app.db, transactionIds);
+    const views = await viewsOf();
     const channel = transactionUpdatesChannel(app.config.redis.prefix);
     const message = (transaction: TransactionView) => JSON.stringify({ transaction } satisfies TransactionUpdateMessage);
     // one update (a confirm, a job's step) needs no pipeline, whose making copies every script of the connection
@@ -52,10 +58,7 @@ export async function publishTransactionUpdates(app: UpdateDeps, transactionIds:
     const failed = results?.find(([err]) => err)?.[0];
     if (failed) throw failed;
   } catch (err) {
-    app.log.warn(
-      { err: { message: (err as Error).message }, transactions: transactionIds.length },
-      'could not publish a transaction update',
-    );
+    app.log.warn({ err: { message: (err as Error).message }, transactions: count }, 'could not publish a transaction update');
   }
 }
 

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { ApiPromise, WsProvider } from '@polkadot/api';
+import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { quote, register, type Quoted } from '../helpers/registration';
 import { AnchorService } from '../../shared/chain/anchors';
+import { fitBatch } from '../../shared/chain/batch';
 import { advanceTransaction, prepareCall } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
 import { findTransaction } from '../../shared/transactions/repo';
@@ -145,6 +146,48 @@ describe('batched submission through one relayer submitter', function () {
     const small = api.tx.system.remark('0x01').method.toHex();
     expect(await anchors.fitBatch('testnet', Array(10).fill(small), 4)).to.equal(4); // small calls: the configured maximum
   });
+  it("asks the runtime for a batch's weight only when no batch seen before covers it", async () => {
+    // this test's own connection: what it learns is its own (the service's connection has its own memory)
+    const weightAsked: string[] = [];
+    const provider = (api as unknown as { _rpcCore: { provider: { send: (method: string, params: unknown[]) => Promise<unknown> } } })
+      ._rpcCore.provider;
+    const send = provider.send.bind(provider);
+    provider.send = (method, params, ...rest: unknown[]) => {
+      if (method === 'payment_queryInfo' || (method === 'state_call' && String(params[0]).startsWith('TransactionPaymentApi'))) {
+        weightAsked.push(method);
+      }
+      return (send as (...args: unknown[]) => Promise<unknown>)(method, params, ...rest);
+    };
+    try {
+      const relayer = new Keyring({ type: 'sr25519' }).addFromUri('//Alice');
+      const remark = (bytes: number) => api.tx.system.remark(`0x${'cd'.repeat(bytes)}`).method.toHex();
+      const asked = async (callHexes: string[], max = 100) => {
+        const before = weightAsked.length;
+        const count = await fitBatch(api, relayer, callHexes, max);
+        return { count, asked: weightAsked.length - before };
+      };
+      expect(await asked(Array(8).fill(remark(100)))).to.deep.equal({ count: 8, asked: 1 });
+      // covered: as many calls or fewer, as many bytes or fewer, of the same kind
+      expect(await asked(Array(8).fill(remark(100)))).to.deep.equal({ count: 8, asked: 0 });
+      expect(await asked(Array(5).fill(remark(60)))).to.deep.equal({ count: 5, asked: 0 });
+      // not covered: more calls, longer calls, another kind, or kinds mixed
+      expect(await asked(Array(9).fill(remark(100)))).to.deep.equal({ count: 9, asked: 1 });
+      expect(await asked(Array(8).fill(remark(200)))).to.deep.equal({ count: 8, asked: 1 });
+      const other = api.tx.system.remarkWithEvent('0x01').method.toHex();
+      expect(await asked([other, other])).to.deep.equal({ count: 2, asked: 1 });
+      expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
+      expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
+      // a batch over the block length is halved without asking; the part that fits is asked once, then remembered
+      const long = api.tx.system.remark(`0x${'ef'.repeat(1_000_000)}`).method.toHex();
+      const first = await asked(Array(10).fill(long));
+      expect(first.count).to.be.within(2, 9);
+      expect(first.asked).to.equal(1);
+      expect(await asked(Array(10).fill(long))).to.deep.equal({ count: first.count, asked: 0 });
+    } finally {
+      provider.send = send;
+    }
+  });
+
   it('quotes an anchor ahead of its commitment: the same fee and verdict as the call over the real one', async () => {
     const anchors = new AnchorService(app.context.chains);
     const network = stack.config.chains[0]!.network;

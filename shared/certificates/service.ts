@@ -1,5 +1,5 @@
-import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { objectExists } from '../storage/s3';
+import { putObject } from '../storage/objects';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Storage } from '../storage/s3';
@@ -47,9 +47,7 @@ export async function ensureCertificate(app: Deps, work: WorkRecord, version: Wo
     finalizedAt: version.finalizedAt,
     explorerUrl: await explorerUrl(app, work, version),
   });
-  await app.storage.client.send(
-    new PutObjectCommand({ Bucket: app.storage.bucket, Key: key, Body: pdf, ContentType: 'application/pdf', ContentLength: pdf.length }),
-  );
+  await putObject(app.storage, key, pdf, 'application/pdf');
   return key;
 }
 

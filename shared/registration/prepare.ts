@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
-import type { Readable } from 'node:stream';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { getObject, headObject, type ObjectHead } from '../storage/objects';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Redis } from '../redis/client';
@@ -120,24 +120,14 @@ async function chainQuote(app: PrepareDeps, anchors: AnchorService, session: Upl
   }
 }
 
-interface AcceptedUpload {
-  readonly size: number;
-  readonly etag: string;
-}
+/** The upload as its HEAD found it. */
+type AcceptedUpload = ObjectHead;
 
 /** The upload's size and ETag, if there is one and its size is accepted. An object refused for its size is deleted, so nothing refused is kept. */
 async function acceptedUpload(app: PrepareDeps, session: UploadSession): Promise<AcceptedUpload> {
-  const bucket = app.storage.bucket;
-  let head;
-  try {
-    head = await app.storage.client.send(new HeadObjectCommand({ Bucket: bucket, Key: session.audioKey }));
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) {
-      throw new AppError('registration.audio_missing', 'No audio has been uploaded to upload_url yet');
-    }
-    throw err;
-  }
-  const size = head.ContentLength ?? 0;
+  const head = await headObject(app.storage, session.audioKey);
+  if (!head) throw new AppError('registration.audio_missing', 'No audio has been uploaded to upload_url yet');
+  const { size, etag } = head;
   const refusal =
     size === 0
       ? new AppError('registration.audio_empty', 'The uploaded audio is empty')
@@ -145,10 +135,10 @@ async function acceptedUpload(app: PrepareDeps, session: UploadSession): Promise
         ? new AppError('registration.audio_too_large', `The uploaded audio is larger than ${app.config.uploads.maxBytes} bytes`)
         : undefined;
   if (refusal) {
-    await app.storage.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: session.audioKey }));
+    await app.storage.client.send(new DeleteObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey }));
     throw refusal;
   }
-  return { size, etag: head.ETag ?? '' };
+  return { size, etag };
 }
 
 /** The accepted upload's hash: read again only when the object is not the one a previous run hashed. */
@@ -164,10 +154,10 @@ async function uploadedAudio(
     return { mediaHash: Buffer.from(job.audio.mediaHash.slice(2), 'hex'), size };
 
   // the GET is pinned to the ETag the HEAD saw
-  const object = await app.storage.client.send(new GetObjectCommand({ Bucket: app.storage.bucket, Key: session.audioKey, IfMatch: etag }));
+  const object = await getObject(app.storage, session.audioKey, etag);
   const hash = createHash('sha256');
   let read = 0;
-  for await (const chunk of object.Body as Readable) {
+  for await (const chunk of object) {
     read += (chunk as Buffer).length;
     hash.update(chunk as Buffer);
   }

@@ -15,7 +15,7 @@ import { JobStore } from './job-store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
 import { transactionIdForJob } from '../transactions/repo';
-import { presignPut } from '../storage/presign';
+import { presign } from '../storage/presign';
 
 export interface InitInput {
   readonly network: Network;
@@ -92,7 +92,7 @@ export function admitRegistration(app: RegistrationDeps, input: InitInput): Admi
     answer: async (principal, written) => {
       const session = sessionOf(principal.organizationId, principal.apiKeyId);
       if (!written) await store.reserve(session, ttl);
-      const url = await presignPut(app.storage, session.audioKey, ttl);
+      const url = await presign(app.storage, 'PUT', session.audioKey, ttl);
       return { job_id: jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
     },
   };
@@ -166,7 +166,7 @@ export async function initVersion(
 }
 
 export async function reserveUpload(app: RegistrationDeps, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
-  const url = await presignPut(app.storage, session.audioKey, ttlSeconds);
+  const url = await presign(app.storage, 'PUT', session.audioKey, ttlSeconds);
   await jobStore(app).reserve(session, ttlSeconds);
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
 }

@@ -8,8 +8,8 @@ interface Endpoint {
   readonly host: string;
   /** The path before the object key: `/bucket/` (path style) or `/` (virtual-hosted). */
   readonly keyPrefix: string;
-  /** Query parameters the SDK adds besides the signature's (x-id), escaped. */
-  readonly query: readonly (readonly [string, string])[];
+  /** Query parameters the SDK adds to a PUT besides the signature's and `x-id` (checksum ones, if configured), escaped. */
+  readonly putQuery: readonly (readonly [string, string])[];
   readonly region: string;
   readonly service: string;
 }
@@ -25,8 +25,12 @@ const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 /** SigV4's own limit on a presigned URL's life. */
 const MAX_EXPIRES_S = 7 * 24 * 3600;
 
+/** The methods signed, with the `x-id` the SDK adds to its presigned URLs of each (none to a HEAD). */
+const X_ID = { PUT: 'PutObject', GET: 'GetObject', HEAD: undefined } as const;
+export type ObjectMethod = keyof typeof X_ID;
+
 /**
- * Presigned PUT URLs of one bucket, signed here with SigV4 (query-string authentication) instead of by the SDK
+ * Presigned URLs for the objects of one bucket (a PUT, GET or HEAD of one key), signed here with SigV4 (query-string authentication) instead of by the SDK
  * per URL. The SDK's getSignedUrl builds and runs the S3 client's whole middleware stack on every call, and even
  * its bare signer (`S3RequestPresigner.presign`) clones the request and hashes the credentials to find its
  * cached signing key: 20–25 µs of an init's ~220 µs of CPU (`npm run bench -- api`, profile). Signing one PUT
@@ -36,13 +40,13 @@ const MAX_EXPIRES_S = 7 * 24 * 3600;
  * (test/unit/presign.test.ts compares them, with and without a session token, across a change of
  * credentials and of day). Credentials are asked of the client's provider on every URL, so rotation holds.
  */
-export class PutPresigner {
+export class Presigner {
   private endpoint: Promise<Endpoint> | undefined;
   private signingKey: SigningKey | undefined;
 
   constructor(private readonly storage: Storage) {}
 
-  async url(key: string, expiresIn: number, signingDate = new Date()): Promise<string> {
+  async url(method: ObjectMethod, key: string, expiresIn: number, signingDate = new Date()): Promise<string> {
     if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES_S) {
       throw new RangeError(`a presigned URL lives 1 to ${MAX_EXPIRES_S} seconds, not ${expiresIn}`);
     }
@@ -65,10 +69,11 @@ export class PutPresigner {
       ['X-Amz-Date', amzDate],
       ['X-Amz-Expires', String(expiresIn)],
       ['X-Amz-SignedHeaders', 'host'],
-      ...endpoint.query,
+      ...(method === 'PUT' ? endpoint.putQuery : []),
     ];
+    if (X_ID[method]) query.push(['x-id', X_ID[method]]);
     if (credentials.sessionToken) query.push(['X-Amz-Security-Token', escapeUri(credentials.sessionToken)]);
-    const canonical = `PUT\n${path}\n${search(query)}\nhost:${endpoint.host}\n\nhost\n${UNSIGNED_PAYLOAD}`;
+    const canonical = `${method}\n${path}\n${search(query)}\nhost:${endpoint.host}\n\nhost\n${UNSIGNED_PAYLOAD}`;
     const toSign = `${ALGORITHM}\n${amzDate}\n${scope}\n${createHash('sha256').update(canonical).digest('hex')}`;
     const signature = createHmac('sha256', this.keyFor(credentials.secretAccessKey, day, endpoint))
       .update(toSign)
@@ -99,9 +104,9 @@ export class PutPresigner {
     if (sample.searchParams.get('X-Amz-SignedHeaders') !== 'host') {
       throw new Error(`presigned URL signs more than its host: ${sample.searchParams.get('X-Amz-SignedHeaders')}`);
     }
-    const query: [string, string][] = [];
-    for (const [k, v] of sample.searchParams) if (!k.startsWith('X-Amz-')) query.push([escapeUri(k), escapeUri(v)]);
-    return { origin: sample.origin, host: sample.host, keyPrefix: sample.pathname.slice(0, -probe.length), query, region, service };
+    const putQuery: [string, string][] = [];
+    for (const [k, v] of sample.searchParams) if (!k.startsWith('X-Amz-') && k !== 'x-id') putQuery.push([escapeUri(k), escapeUri(v)]);
+    return { origin: sample.origin, host: sample.host, keyPrefix: sample.pathname.slice(0, -probe.length), putQuery, region, service };
   }
 }
 
@@ -118,11 +123,11 @@ function escapeUri(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-const presigners = new WeakMap<Storage, PutPresigner>();
+const presigners = new WeakMap<Storage, Presigner>();
 
-/** A presigned PUT of `key` valid `expiresIn` seconds, with the storage's one presigner. */
-export function presignPut(storage: Storage, key: string, expiresIn: number): Promise<string> {
+/** A presigned `method` of `key` valid `expiresIn` seconds, with the storage's one presigner. */
+export function presign(storage: Storage, method: ObjectMethod, key: string, expiresIn: number): Promise<string> {
   let presigner = presigners.get(storage);
-  if (!presigner) presigners.set(storage, (presigner = new PutPresigner(storage)));
-  return presigner.url(key, expiresIn);
+  if (!presigner) presigners.set(storage, (presigner = new Presigner(storage)));
+  return presigner.url(method, key, expiresIn);
 }

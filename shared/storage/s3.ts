@@ -1,4 +1,5 @@
-import { S3Client, HeadBucketCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { S3Client, HeadBucketCommand } from '@aws-sdk/client-s3';
+import { headObject } from './objects';
 import type { Config } from '../config';
 
 export interface Storage {
@@ -26,11 +27,5 @@ export async function pingStorage(storage: Storage): Promise<void> {
 
 /** Whether the bucket holds an object at `key` (a 404 is an answer; anything else is thrown). */
 export async function objectExists(storage: Storage, key: string): Promise<boolean> {
-  try {
-    await storage.client.send(new HeadObjectCommand({ Bucket: storage.bucket, Key: key }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
-    throw err;
-  }
+  return (await headObject(storage, key)) !== undefined;
 }

@@ -1,22 +1,31 @@
 import { expect } from 'chai';
-import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3';
+import { S3Client, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AwsCredentialIdentity } from '@aws-sdk/types';
-import { PutPresigner } from '../../shared/storage/presign';
+import { Presigner, type ObjectMethod } from '../../shared/storage/presign';
 
-describe('PutPresigner', () => {
+describe('Presigner', () => {
   const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
   const signingDate = new Date('2026-11-22T10:00:00Z');
   const keys = ['audio/7d1c2a4e-0b7e-4c55-9a51-3f1b2f0c9d11/5b0c8b52-2f0e-4a8e-8f5a-1c2d3e4f5a6b', "odd keys/with spaces+(and)!*'~é"];
   // what the service configures (shared/storage/s3.ts): no checksum parameters in presigned URLs
   const options = { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } as const;
 
-  const sdkUrl = (client: S3Client, key: string, date: Date) =>
-    getSignedUrl(client, new PutObjectCommand({ Bucket: 'works-audio', Key: key }), { expiresIn: 600, signingDate: date });
+  const command = (method: ObjectMethod, key: string) => {
+    const input = { Bucket: 'works-audio', Key: key };
+    return method === 'PUT' ? new PutObjectCommand(input) : method === 'GET' ? new GetObjectCommand(input) : new HeadObjectCommand(input);
+  };
+  const sdkUrl = (client: S3Client, method: ObjectMethod, key: string, date: Date) =>
+    getSignedUrl(client, command(method, key), { expiresIn: 600, signingDate: date });
 
-  /** The URLs must be equal as strings: a partner's HTTP client sends what it is given. */
-  async function expectSame(client: S3Client, presigner: PutPresigner, date = signingDate): Promise<void> {
-    for (const key of keys) expect(await presigner.url(key, 600, date)).to.equal(await sdkUrl(client, key, date));
+  /**
+   * The URLs must be equal as strings: a partner's HTTP client sends what it is given (the PUT), and the service's
+   * own reads and writes (objects.ts) are then what the SDK would have sent.
+   */
+  async function expectSame(client: S3Client, presigner: Presigner, date = signingDate, methods: ObjectMethod[] = ['PUT', 'GET', 'HEAD']) {
+    for (const method of methods) {
+      for (const key of keys) expect(await presigner.url(method, key, 600, date), method).to.equal(await sdkUrl(client, method, key, date));
+    }
   }
 
   const cases = [
@@ -29,11 +38,12 @@ describe('PutPresigner', () => {
       name: 'temporary credentials (a session token)',
       client: new S3Client({ region: 'eu-west-3', credentials: { ...credentials, sessionToken: 'FwoGZXIvYXdzE/+=token' }, ...options }),
     },
-    { name: 'the SDK default checksum parameters', client: new S3Client({ region: 'us-east-1', credentials }) },
+    // a client left with the SDK's default checksums (not the service's): its PUT parameters are kept
+    { name: 'the SDK default checksum parameters', client: new S3Client({ region: 'us-east-1', credentials }), methods: ['PUT' as const] },
   ];
-  for (const { name, client } of cases) {
+  for (const { name, client, methods } of cases) {
     it(`makes the URL the SDK's getSignedUrl makes (${name})`, async () => {
-      await expectSame(client, new PutPresigner({ client, bucket: 'works-audio' }));
+      await expectSame(client, new Presigner({ client, bucket: 'works-audio' }), signingDate, methods);
     });
   }
 
@@ -42,19 +52,19 @@ describe('PutPresigner', () => {
     const expiration = new Date(Date.now() + 60_000);
     let current: AwsCredentialIdentity = { ...credentials, expiration };
     const client = new S3Client({ region: 'eu-west-3', credentials: async () => current, ...options });
-    const presigner = new PutPresigner({ client, bucket: 'works-audio' });
+    const presigner = new Presigner({ client, bucket: 'works-audio' });
     await expectSame(client, presigner);
     current = { accessKeyId: 'AKIDROTATED', secretAccessKey: 'rotated/secret+key', sessionToken: 'rotated', expiration };
     await expectSame(client, presigner);
     await expectSame(client, presigner, new Date('2026-11-23T00:00:01Z'));
-    const url = new URL(await presigner.url(keys[0]!, 600, signingDate));
+    const url = new URL(await presigner.url('GET', keys[0]!, 600, signingDate));
     expect(url.searchParams.get('X-Amz-Credential')).to.equal('AKIDROTATED/20261122/eu-west-3/s3/aws4_request');
   });
 
   it('refuses a life SigV4 cannot sign', async () => {
-    const presigner = new PutPresigner({ client: cases[0]!.client, bucket: 'works-audio' });
+    const presigner = new Presigner({ client: cases[0]!.client, bucket: 'works-audio' });
     for (const expiresIn of [0, -1, 1.5, 7 * 24 * 3600 + 1]) {
-      const error = await presigner.url(keys[0]!, expiresIn).then(
+      const error = await presigner.url('PUT', keys[0]!, expiresIn).then(
         () => undefined,
         (err: unknown) => err,
       );

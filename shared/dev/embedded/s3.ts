@@ -29,6 +29,7 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     configureBuckets: [{ name: bucket, configs: [] }],
   });
   server.middleware.unshift(writeOnceAudio(server, bucket));
+  server.middleware.unshift(conditionalReads());
   server.middleware.unshift(singlePutLimit());
   server.middleware.unshift(verifyPresignedV4());
   const address = (await server.run()) as { port: number };
@@ -66,6 +67,31 @@ function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }
       }
     }
     await next();
+  };
+}
+
+/**
+ * A GET or HEAD with `If-Match` answers 412 PreconditionFailed when the object's ETag differs, as S3 does
+ * (s3rver ignores the header): prepare pins the GET of an upload to the ETag its HEAD saw.
+ */
+function conditionalReads() {
+  return async (
+    ctx: {
+      method: string;
+      get(name: string): string;
+      response: { get(name: string): string };
+      status: number;
+      type: string;
+      body: unknown;
+    },
+    next: () => Promise<void>,
+  ) => {
+    await next();
+    const wanted = ctx.get('if-match');
+    if (!wanted || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.status !== 200) return;
+    if (wanted.split(',').some((etag) => etag.trim() === '*' || etag.trim() === ctx.response.get('etag'))) return;
+    (ctx.body as { destroy?: () => void } | undefined)?.destroy?.();
+    s3Error(ctx, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
   };
 }
 

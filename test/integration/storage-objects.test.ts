@@ -1,0 +1,93 @@
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createStorage, type Storage } from '../../shared/storage/s3';
+import { getObject, headObject, putObject, S3RequestError } from '../../shared/storage/objects';
+import { configWith } from '../helpers/services';
+
+/** The hot paths' object requests (shared/storage/objects.ts), against the test S3 server and against a failing one. */
+describe('storage objects: presigned HEAD, GET and PUT', () => {
+  let storage: Storage;
+  before(() => (storage = createStorage(configWith({}).s3)));
+
+  const failure = (err: unknown) => err as S3RequestError;
+  const caught = <T>(promise: Promise<T>) => promise.then(() => expect.fail('expected a refusal'), failure);
+
+  it('stores, describes and reads back an object; a missing one is undefined', async () => {
+    const key = `test-objects/${randomUUID()}`;
+    const body = randomBytes(70_000);
+    expect(await headObject(storage, key)).to.equal(undefined);
+    await putObject(storage, key, body, 'application/pdf');
+    const head = await headObject(storage, key);
+    expect(head?.size).to.equal(body.length);
+    expect(head?.etag).to.match(/^"[0-9a-f]{32}"$/);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await getObject(storage, key, head!.etag)) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(body)).to.equal(true);
+  });
+
+  it("refuses a GET whose ETag no longer matches, with S3's status and code", async () => {
+    const key = `test-objects/${randomUUID()}`;
+    await putObject(storage, key, randomBytes(10), 'application/octet-stream');
+    const err = await caught(getObject(storage, key, '"00000000000000000000000000000000"'));
+    expect(err).to.be.instanceOf(S3RequestError);
+    expect([err.method, err.status, err.code]).to.deep.equal(['GET', 412, 'PreconditionFailed']);
+  });
+
+  describe('against a server that fails', () => {
+    let server: http.Server;
+    let answers: number[];
+    let seen: { method: string; url: string }[];
+    let flaky: Storage;
+    before(async () => {
+      server = http.createServer((req, res) => {
+        seen.push({ method: req.method!, url: req.url! });
+        req.resume();
+        const status = answers.shift() ?? 200;
+        if (status === 0) return void req.socket.destroy(); // a connection cut before any answer
+        if (status === 200) return void res.writeHead(200, { 'Content-Length': '0', ETag: '"abc"' }).end();
+        res.writeHead(status, { 'Content-Type': 'application/xml' });
+        res.end(`<?xml version="1.0"?><Error><Code>Code${status}</Code><Message>no</Message></Error>`);
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const s3 = configWith({}).s3;
+      flaky = createStorage({ ...s3, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    });
+    after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    beforeEach(() => ((answers = []), (seen = [])));
+
+    it('tries a 5xx once more, then answers', async () => {
+      answers = [503];
+      expect(await headObject(flaky, 'a/b')).to.deep.equal({ size: 0, etag: '"abc"' });
+      expect(seen.map((s) => s.method)).to.deep.equal(['HEAD', 'HEAD']);
+      expect(seen[1]!.url).to.match(/X-Amz-Signature=[0-9a-f]{64}/);
+    });
+
+    it('gives up after the second 5xx, with the status and code', async () => {
+      answers = [500, 503];
+      const err = await caught(putObject(flaky, 'a/b', Buffer.from('x'), 'text/plain'));
+      expect([err.method, err.status, err.code]).to.deep.equal(['PUT', 503, 'Code503']);
+      expect(seen).to.have.length(2);
+    });
+
+    it('never repeats a 4xx', async () => {
+      answers = [403];
+      const err = await caught(headObject(flaky, 'a/b'));
+      expect([err.status, seen.length]).to.deep.equal([403, 1]);
+    });
+
+    it('tries a connection cut before any answer once more', async () => {
+      answers = [0];
+      expect(await headObject(flaky, 'a/b')).to.deep.equal({ size: 0, etag: '"abc"' });
+      expect(seen).to.have.length(2);
+      answers = [0, 0];
+      const err = await headObject(flaky, 'a/b').then(
+        () => expect.fail('expected a refusal'),
+        (e: NodeJS.ErrnoException) => e,
+      );
+      expect(err.code).to.equal('ECONNRESET');
+      expect(seen).to.have.length(4);
+    });
+  });
+});

@@ -14,20 +14,28 @@ describe('configuration', () => {
     expect(Object.isFrozen(config.http)).to.equal(true);
   });
 
-  it("links to Allfeat's explorer in production and to the configured node in polkadot.js apps elsewhere", () => {
+  it("links to Allfeat's explorer in production and for remote nodes, to a node on this machine in polkadot.js apps elsewhere", () => {
     const production = { ...valid, NODE_ENV: 'production', OPERATOR_ORG_IDS: 'ops' };
     const templates = (env: Env) => loadConfig(env).chains.map((c) => [c.network, c.explorerUrlTemplate]);
-    const both = { CHAIN_MAINNET_WS: 'wss://user:secret@node.example/ws?apikey=k', RELAYER_SEED_MAINNET: '//Bob' };
-    expect(templates({ ...production, ...both })).to.deep.equal([
+    const allfeat = [
       ['testnet', 'https://explorer.allfeat.org/extrinsics/{block}-{index}?network=melodie'],
       ['mainnet', 'https://explorer.allfeat.org/extrinsics/{block}-{index}'],
-    ]);
+    ];
+    const local = (testnet: string, mainnet: string) => ({
+      CHAIN_TESTNET_WS: testnet,
+      CHAIN_MAINNET_WS: mainnet,
+      RELAYER_SEED_MAINNET: '//Bob',
+    });
+    const loopback = local('ws://127.0.0.1:9944', 'ws://[::1]:9955/rpc');
+    expect(templates({ ...production, ...loopback })).to.deep.equal(allfeat);
     for (const nodeEnv of ['development', 'test', undefined]) {
-      expect(templates({ ...valid, ...both, NODE_ENV: nodeEnv }), String(nodeEnv)).to.deep.equal([
+      expect(templates({ ...valid, ...loopback, NODE_ENV: nodeEnv }), String(nodeEnv)).to.deep.equal([
         ['testnet', 'https://polkadot.js.org/apps/?rpc=ws%3A%2F%2F127.0.0.1%3A9944#/explorer/query/{block}'],
-        // the node's credentials and query stay out of a link
-        ['mainnet', 'https://polkadot.js.org/apps/?rpc=wss%3A%2F%2Fnode.example%2Fws#/explorer/query/{block}'],
+        ['mainnet', 'https://polkadot.js.org/apps/?rpc=ws%3A%2F%2F%5B%3A%3A1%5D%3A9955%2Frpc#/explorer/query/{block}'],
       ]);
+      // a remote node (whose URL may hold a provider's key, in its path too) or credentials: never in a link
+      const remote = local('wss://user:secret@127.0.0.1/ws?apikey=k', 'wss://rpc.provider.example/2f1c0e6a-secret-api-key');
+      expect(templates({ ...valid, ...remote, NODE_ENV: nodeEnv }), String(nodeEnv)).to.deep.equal(allfeat);
     }
     // a template set explicitly wins, in production and elsewhere
     for (const env of [production, valid])

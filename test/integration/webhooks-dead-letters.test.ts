@@ -46,10 +46,13 @@ describe('dead letters and Bull Board', function () {
     return d;
   }
 
+  // failed and marked parked, read after both: a job read before its state moved may predate the mark
   const parked = (deliveryId: string) =>
     eventually(async () => {
-      const job = await app.context.queues['webhooks-dead'].getJob(deliveryId);
-      return job && (await job.getState()) === 'failed' ? job : undefined;
+      const queue = app.context.queues['webhooks-dead'];
+      if ((await queue.getJobState(deliveryId)) !== 'failed') return undefined;
+      const job = await queue.getJob(deliveryId);
+      return job?.data.parked ? job : undefined;
     }, 'the dead letter to be parked');
 
   const boardJob = async (queue: string, status: string, id: string) => {

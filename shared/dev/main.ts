@@ -63,8 +63,10 @@ async function main(): Promise<void> {
     await stopTracing();
     process.exit(code);
   };
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
+  // `on`, not `once`: Ctrl-C reaches this process from the terminal and again through npm, which forwards it;
+  // a second SIGINT without a listener would kill the process before it stopped what it started.
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
 
   try {
     const config = loadConfig(merged);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import type { Env } from '../../shared/config';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -24,16 +24,18 @@ export interface DevRunner {
   output(): string;
   /** The first match of `pattern` in the output, once it has been printed. */
   printed(pattern: RegExp): Promise<RegExpExecArray>;
-  /** Ctrl-C: SIGINT, then the exit code once it has stopped. */
+  /** Ctrl-C: SIGINT to its process group (npm and the runner alike), then its exit code once it has stopped. */
   stop(): Promise<number | null>;
 }
 
 /** Starts `npm run dev` as a child process; resolves once it says it is up. */
 export async function startDev(options: DevRunnerOptions): Promise<DevRunner> {
   const cwd = options.cwd ?? ROOT;
-  const child = options.viaNpm
-    ? spawn(NPM, ['run', 'dev'], { cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, ['--import', 'tsx', 'shared/dev/main.ts'], { cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // a process group of its own, as a shell gives a foreground command, for stop() to signal as Ctrl-C does
+  const spawnOptions: SpawnOptions = { cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true };
+  const child: ChildProcess = options.viaNpm
+    ? spawn(NPM, ['run', 'dev'], spawnOptions)
+    : spawn(process.execPath, ['--import', 'tsx', 'shared/dev/main.ts'], spawnOptions);
   let output = '';
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((resolve) =>
@@ -75,7 +77,7 @@ export async function startDev(options: DevRunnerOptions): Promise<DevRunner> {
     output: () => output,
     printed,
     stop: async () => {
-      if (exitCode === undefined) child.kill('SIGINT');
+      if (exitCode === undefined) process.kill(-child.pid!, 'SIGINT');
       return exited;
     },
   };

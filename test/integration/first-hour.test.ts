@@ -81,6 +81,8 @@ describe("a fresh clone's first hour", function () {
   }
 
   it('starts quietly, says where everything is, runs the example, and keeps its operator credential across a restart', async () => {
+    // Ctrl-C (stop) stops everything it started and exits 0; checked after the rest, so as not to hide a failure
+    const exits: (number | null)[] = [];
     const first = await start();
     try {
       const { dev, banner } = first;
@@ -121,7 +123,7 @@ describe("a fresh clone's first hour", function () {
         .map((line) => JSON.parse(line) as { msg: string });
       expect(logged.filter((line) => line.msg === 'request').length).to.be.greaterThan(5);
     } finally {
-      expect(await first.dev.stop()).to.equal(0);
+      exits.push(await first.dev.stop());
     }
 
     const second = await start();
@@ -131,8 +133,9 @@ describe("a fresh clone's first hour", function () {
       expect(`${second.user}:${second.password}`).to.equal(`${first.user}:${first.password}`);
       await example(second.dev.url);
     } finally {
-      expect(await second.dev.stop()).to.equal(0);
+      exits.push(await second.dev.stop());
     }
+    expect(exits, 'exit codes after Ctrl-C').to.deep.equal([0, 0]);
     const all = first.dev.output() + second.dev.output();
     expect(all).to.not.match(/multiple versions|MetadataApi|NodeVersionSupportWarning/);
   });

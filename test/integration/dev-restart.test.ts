@@ -1,7 +1,6 @@
 import path from 'node:path';
 import os from 'node:os';
 import { promises as fs } from 'node:fs';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { call, eventually, testLogger } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
@@ -11,6 +10,7 @@ import { loadConfig, parseEnvFile, type Env } from '../../shared/config';
 import { openResources } from '../../shared/resources';
 import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 import { freePort } from '../../shared/dev/embedded/net';
+import { startDev } from '../helpers/dev-runner';
 
 /**
  * `npm run dev` stopped with Ctrl-C and started again (issue 17): the embedded chain starts afresh while the
@@ -19,7 +19,6 @@ import { freePort } from '../../shared/dev/embedded/net';
  */
 describe('npm run dev, stopped and started again', function () {
   this.timeout(300_000);
-  const root = path.resolve(__dirname, '../..');
   let dataDir: string;
   let env: Env;
   let serverUrl: string;
@@ -48,32 +47,10 @@ describe('npm run dev, stopped and started again', function () {
     else await fs.rm(dataDir, { recursive: true, force: true });
   });
 
-  /** Starts the runner; resolves with its base URL once it says it is up. */
-  async function startDev(): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/dev/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        void fs.appendFile(path.join(dataDir, 'runner.log'), chunk);
-        const up = /works-api is up at (http:\/\/\S+)/.exec(output);
-        if (up) resolve(up[1]!);
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`npm run dev exited ${code}: ${output.slice(-2000)}`)));
-    });
-    return { child, url };
-  }
-
-  async function stopDev(child: ChildProcess): Promise<void> {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGINT');
-    await exited;
-  }
+  const startRunner = () => startDev({ env, logFile: path.join(dataDir, 'runner.log') });
 
   it('registers before and after the restart; nothing is refunded', async () => {
-    const first = await startDev();
+    const first = await startRunner();
     const config = loadConfig({
       ...parseEnvFile(await fs.readFile(path.join(dataDir, 'dev.env'), 'utf8')),
       ...env,
@@ -99,16 +76,16 @@ describe('npm run dev, stopped and started again', function () {
         [1, 2, 3].map(async () => (await register(first.url, key.token)).confirm.body.transaction_id as string),
       );
       for (const id of before) await finalized(first.url, id);
-      await stopDev(first.child);
+      await first.stop();
 
-      const second = await startDev();
+      const second = await startRunner();
       try {
         const after = await Promise.all(
           [1, 2, 3].map(async () => (await register(second.url, key.token)).confirm.body.transaction_id as string),
         );
         for (const id of after) await finalized(second.url, id);
       } finally {
-        await stopDev(second.child);
+        await second.stop();
       }
       const ledger = await ctx.db('credit_ledger').where({ organization_id: org }).pluck('kind');
       expect(ledger.filter((k) => k === 'debit')).to.have.length(6);

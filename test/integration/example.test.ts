@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { startApp, type TestApp } from '../helpers/app';
@@ -7,23 +6,12 @@ import { configWith, testServices } from '../helpers/services';
 import { startTestWorkers } from '../helpers/workers';
 import { ensureDevIdpKey } from '../../shared/dev/identity-provider';
 import { createWebApp } from '../../web/app';
+import { runExample } from '../helpers/dev-runner';
 
-const ROOT = path.resolve(__dirname, '../..');
-
-/** `npm run example` as a newcomer runs it: its own process, with the run's settings so its operator CLI reaches our database. */
-function example(
-  args: string[],
-  env: Record<string, string | undefined> = testServices().env,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'docs/example/quickstart.ts', ...args],
-      // the CLI reads .data/dev.env only for what the environment lacks: the harness's settings win
-      { cwd: ROOT, env: { ...process.env, ...env, WORKS_API_URL: 'http://127.0.0.1:1' }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
-    );
-  });
+/** `npm run example`, with the run's settings so its operator CLI reaches our database. */
+function example(args: string[], env: Record<string, string | undefined> = testServices().env) {
+  // the CLI reads .data/dev.env only for what the environment lacks: the harness's settings win
+  return runExample(args, { env: { ...process.env, ...env, WORKS_API_URL: 'http://127.0.0.1:1' } });
 }
 
 /** A local port where nothing listens: bound, then released. */

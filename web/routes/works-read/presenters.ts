@@ -19,7 +19,7 @@ export function presentWork(work: WorkRecord) {
   };
 }
 
-/** Spec 4.8 and 2.6. */
+/** The listing page (docs/api.md#listing-and-cursors). */
 export function presentWorksPage(page: WorksPage) {
   return {
     works: page.works.map(presentWork),

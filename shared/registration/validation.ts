@@ -15,7 +15,7 @@ export function titleProblems(title: string): ErrorDetail[] {
 
 export function filenameProblems(filename: string): ErrorDetail[] {
   const bytes = Buffer.byteLength(filename, 'utf8');
-  if (bytes < 1 || bytes > 255 || /[/\\\u0000-\u001f\u007f]/.test(filename) || filename === '.' || filename === '..') {
+  if (bytes < 1 || bytes > 255 || /[/\\\p{Cc}]/u.test(filename) || filename === '.' || filename === '..') {
     return [{ path: '/filename', message: 'must be 1 to 255 bytes, without /, \\, NUL or control characters, and not . or ..' }];
   }
   return [];

@@ -34,6 +34,9 @@ describe('registration: every error row leaves nothing changed', function () {
       [initBody({ filename: 'a/b.wav' }), '/filename'],
       [initBody({ filename: '..' }), '/filename'],
       [initBody({ filename: 'bad\u0001name.wav' }), '/filename'],
+      // C1 controls are control characters too (Unicode Cc)
+      [initBody({ filename: 'bad\u0085name.wav' }), '/filename'],
+      [initBody({ filename: 'bad\u009fname.wav' }), '/filename'],
       [initBody({ filename: 'é'.repeat(128) }), '/filename'],
       [initBody({ network: 'devnet' }), '/network'],
       [initBody({ network: 'mainnet' }), '/network'],

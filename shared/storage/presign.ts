@@ -99,8 +99,20 @@ export class Presigner {
       await getSignedUrl(this.storage.client, new PutObjectCommand({ Bucket: this.storage.bucket, Key: probe }), { expiresIn: 60 }),
     );
     if (!sample.pathname.endsWith(`/${probe}`)) throw new Error(`unexpected presigned URL layout: ${sample.pathname}`);
-    const [, , region, service] = (sample.searchParams.get('X-Amz-Credential') ?? '').split('/');
-    if (!region || !service) throw new Error('presigned URL without a credential scope');
+    // SigV4 alone (not SigV4a, whose scope has no region, nor S3 Express's session signing): key/day/region/service/aws4_request
+    const scope = (sample.searchParams.get('X-Amz-Credential') ?? '').split('/');
+    const [, , region, service] = scope;
+    if (
+      sample.searchParams.get('X-Amz-Algorithm') !== ALGORITHM ||
+      scope.length !== 5 ||
+      scope[4] !== 'aws4_request' ||
+      !region ||
+      !service
+    ) {
+      throw new Error(
+        `presigned URL of another signing scheme: ${sample.searchParams.get('X-Amz-Algorithm')}, ${scope.length} scope parts`,
+      );
+    }
     if (sample.searchParams.get('X-Amz-SignedHeaders') !== 'host') {
       throw new Error(`presigned URL signs more than its host: ${sample.searchParams.get('X-Amz-SignedHeaders')}`);
     }

@@ -100,34 +100,44 @@ const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 /** `text` as user-perceived characters: a letter with its combining marks is one. */
 export const clusters = (text: string): string[] => Array.from(segmenter.segment(text), (s) => s.segment);
 
-/** One cluster of text, set in one font (a decomposed cluster no font has whole may be set composed). */
-export interface Piece {
+/** The font a cluster is set in, and whether that font has a glyph for each of its characters. */
+export interface Choice {
   readonly font: FontName;
-  readonly text: string;
+  readonly drawn: boolean;
 }
 
-const chosen = new Map<string, Piece>();
+const chosen = new Map<string, Choice>();
 
-/** The font that draws `cluster` (one grapheme) in `face`. */
-export function fontFor(cluster: string, face: Face): Piece {
+/**
+ * The font that draws `cluster` (one grapheme) in `face`, as sent: never another form of it (the NFC of a
+ * decomposed accent, K for KELVIN SIGN), since the glyphs' characters are the PDF's text layer, and the title
+ * read from it must be the bytes the commitment took. A cluster no Garamond file has whole (a letter with a
+ * combining mark of another file's range, the Kelvin, Ohm and Angstrom signs) is DejaVu's, which has a glyph of
+ * its own for each of those characters.
+ */
+export function fontFor(cluster: string, face: Face): Choice {
   const key = `${face}\u0000${cluster}`;
-  let piece = chosen.get(key);
-  if (!piece) {
-    piece = choose(cluster, face) ?? choose(cluster.normalize('NFC'), face) ?? { font: `${face}-wide`, text: cluster };
+  let choice = chosen.get(key);
+  if (!choice) {
+    const wide: FontName = `${face}-wide`;
+    const garamondFont = choose(cluster, face);
+    choice = garamondFont
+      ? { font: garamondFont, drawn: true }
+      : { font: wide, drawn: Array.from(cluster).every((char) => font(wide).hasGlyphForCodePoint(char.codePointAt(0)!)) };
     // partner text brings new characters without end: the memo starts over rather than grow
     if (chosen.size >= 4_000) chosen.clear();
-    chosen.set(key, piece);
+    chosen.set(key, choice);
   }
-  return piece;
+  return choice;
 }
 
 /** The first Garamond subset whose range holds every code point of `cluster` and that has their glyphs. */
-function choose(cluster: string, face: Face): Piece | undefined {
+function choose(cluster: string, face: Face): FontName | undefined {
   const codePoints = Array.from(cluster, (char) => char.codePointAt(0)!);
   for (const subset of SUBSETS) {
     if (!codePoints.every((c) => inRange(subset, c))) continue;
     const name = garamond(face, subset);
-    if (codePoints.every((c) => font(name).hasGlyphForCodePoint(c))) return { font: name, text: cluster };
+    if (codePoints.every((c) => font(name).hasGlyphForCodePoint(c))) return name;
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import PDFDocument from 'pdfkit';
 import type { Creator } from '../works/types';
 import { registerFonts, type Doc } from './fonts';
-import { heightOf, typeset } from './typeset';
+import { heightOf, showsExactly, typeset } from './typeset';
 import { COLORS, drawFrame, drawQr, drawRule, drawSeal } from './ornaments';
 import { LEFT, PAGE_HEIGHT, WIDTH, label, note, sectionTitle } from './page';
 import { NOTE, TABLE_TOP, creatorsTable, fitting, measureRows, sum } from './creators-table';
@@ -28,6 +28,8 @@ export interface CertificateData {
 
 /** Height of the on-chain record and the verification sections that follow the creators on page 1. */
 const BELOW_CREATORS = 358;
+/** What the checking steps add for a title the page cannot give back exactly (see `verification`). */
+const INEXACT_TITLE = 16;
 /** The seal and the issuer's lines. */
 const FOOTER_TOP = PAGE_HEIGHT - 128;
 const CONTINUED_TOP = 80;
@@ -59,7 +61,7 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
   newPage(doc);
   let y = header(doc, data);
   const rows = measureRows(doc, data.creators);
-  const limit = FOOTER_TOP - BELOW_CREATORS;
+  const limit = FOOTER_TOP - BELOW_CREATORS - (showsExactly(data.title, 'serif-bold') ? 0 : INEXACT_TITLE);
   let first = fitting(rows, limit - (y + TABLE_TOP));
   const height = TABLE_TOP + sum(rows.slice(0, first)) + (first < rows.length ? NOTE : 0);
   // room left on page 1 by a short list goes above and below the creators, up to a point, and the rest last
@@ -203,9 +205,15 @@ function verification(doc: Doc, data: CertificateData, top: number): void {
       color: COLORS.muted,
     });
   }
+  // a reader copying the title from the page gets one space for a run of them, a space for a no-break space, nothing
+  // for a box: for such a title the page says so rather than claim it is enough
+  const only = showsExactly(data.title, 'serif-bold')
+    ? 'These steps need only the audio and this page'
+    : 'Step 2 needs the title as registered: this one has white space or characters that a page cannot give back as they ' +
+      'are (a run of spaces, a no-break space, a box…). The other steps need only the audio and this page';
   label(
     doc,
-    "These steps need only the audio and this page, taking the creators' Merkle root as printed. That root is the top of a " +
+    `${only}, taking the creators' Merkle root as printed. That root is the top of a ` +
       "Merkle tree of 32 slots built with SHA-256 from each creator's name, e-mail, roles, IPI and ISNI as registered, and " +
       "no e-mail is printed here: that the creators listed are the ones committed can be checked only with the creators' " +
       'details the registrant holds.',

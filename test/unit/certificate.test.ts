@@ -2,11 +2,14 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { create, type Font } from 'fontkit';
 import { expect } from 'chai';
+import PDFDocument from 'pdfkit';
 import { PDFParse } from 'pdf-parse';
+import { registerFonts } from '../../shared/certificates/fonts';
 import { renderCertificate } from '../../shared/certificates/render';
+import { lineBreak, showsExactly } from '../../shared/certificates/typeset';
 import { withMemos } from '../../shared/certificates/font-memo';
 import { woffToSfnt } from '../../shared/certificates/woff';
-import { creatorsMerkleRoot, toHex } from '../../shared/registration/commitment';
+import { computeCommitment, creatorsMerkleRoot, toHex } from '../../shared/registration/commitment';
 import { EXAMPLE, EXAMPLE_AUDIO, EXAMPLE_CREATORS } from '../tools/certificate-example';
 
 async function read(pdf: Buffer): Promise<{ text: string; pages: number }> {
@@ -14,6 +17,19 @@ async function read(pdf: Buffer): Promise<{ text: string; pages: number }> {
   try {
     const result = await parser.getText();
     return { text: result.text.replace(/\s+/g, ' '), pages: result.total };
+  } finally {
+    await parser.destroy();
+  }
+}
+
+/**
+ * The page's text as a reader copies it, lines as they are: no Unicode normalization (pdf.js would otherwise fold
+ * U+2126 OHM SIGN into Ω, as NFKC does) and white space as extracted.
+ */
+async function lines(pdf: Buffer): Promise<string[]> {
+  const parser = new PDFParse({ data: new Uint8Array(pdf) });
+  try {
+    return (await parser.getText({ disableNormalization: true })).text.split('\n');
   } finally {
     await parser.destroy();
   }
@@ -124,23 +140,96 @@ describe('certificate PDF', () => {
   });
 });
 
+describe('certificate title text', () => {
+  const doc = () => {
+    const d = new PDFDocument({ autoFirstPage: false, font: null as unknown as string });
+    registerFonts(d);
+    return d;
+  };
+
+  it('keeps white space as sent within a line, and breaks only at breakable white space', () => {
+    const title = 'Two  spaces,\u00a0a no-break\u2009and a thin one';
+    expect(lineBreak(doc(), title, 'serif-bold', 20, 2000)).to.deep.equal([title]);
+    // narrow: breaks at the run of spaces and the plain ones, never at the no-break space
+    const broken = lineBreak(doc(), title, 'serif-bold', 20, 120);
+    expect(broken.length).to.be.greaterThan(2);
+    expect(broken.some((line) => line.includes('spaces,\u00a0a'))).to.equal(true);
+    expect(broken.every((line) => line === line.trim())).to.equal(true);
+  });
+
+  it('says which titles the page gives back exactly', () => {
+    for (const title of ['Symphony for Engines', 'Пётр Чайковский', 'Cafe\u0301 at 5 \u212A', 'Վահան Տերյան']) {
+      expect(showsExactly(title, 'serif-bold'), title).to.equal(true);
+    }
+    for (const title of ['Two  spaces', 'No\u00a0break', 'Thin\u2009space', 'Tab\there', 'Zero\u200bwidth', 'Symphony 交響曲']) {
+      expect(showsExactly(title, 'serif-bold'), title).to.equal(false);
+    }
+  });
+
+  it('does not claim the page is enough for a title it cannot give back exactly', async () => {
+    const claim = 'These steps need only the audio and this page';
+    const qualified =
+      'Step 2 needs the title as registered: this one has white space or characters that a page cannot give back as they are';
+    const plain = (await read(await renderCertificate(EXAMPLE))).text;
+    expect(plain).to.include(claim);
+    expect(plain).not.to.include(qualified);
+    for (const title of ['Two  spaces', 'Night\u00a0Song', 'Symphony 交響曲 for Engines']) {
+      const { text, pages } = await read(await renderCertificate({ ...EXAMPLE, title }));
+      expect(text, title).not.to.include(claim);
+      expect(text, title).to.include(qualified);
+      expect(text, title).to.include('The other steps need only the audio and this page');
+      expect(pages, title).to.equal(1);
+    }
+  });
+});
+
 describe('certificate fonts', () => {
   const scripts: [string, string, string][] = [
     ['Cyrillic', 'Концерт для фортепиано с оркестром № 1', 'Пётр Ильич Чайковский'],
     ['Greek', 'Συμφωνία των Μηχανών', 'Μίκης Θεοδωράκης'],
     ['Vietnamese and Latin Extended', 'Bài ca của Nguyễn — Dvořák: Rusalka', 'Nguyễn Văn Tý'],
     ['Greek Extended and Cyrillic Extended', 'Ἀθῆναι · Ѳеодоръ', 'Ἡρόδοτος'],
-    ['decomposed (NFD) accented', 'Nguyễn, Dvořák, Café'.normalize('NFD'), 'Léonie Dvořáková'.normalize('NFD')],
   ];
   for (const [script, title, name] of scripts) {
     it(`sets a ${script} title and creator in EB Garamond, with no fallback font`, async () => {
       const pdf = await renderCertificate({ ...EXAMPLE, title, creators: [{ full_name: name, roles: { composer: true } }] });
       expect(fontsOf(pdf)).to.deep.equal(['DejaVuSansMono', 'EBGaramond-Italic', 'EBGaramond-Regular', 'EBGaramond-SemiBold']);
-      const { text } = await read(pdf);
-      expect(text.normalize('NFC')).to.include(title.normalize('NFC'));
-      expect(text.normalize('NFC')).to.include(`1. ${name.normalize('NFC')}`);
+      // byte for byte: the title read from the page (its lines joined by a space) is what the commitment took
+      const text = (await lines(pdf)).join(' ');
+      expect(text).to.include(title);
+      expect(text).to.include(`1. ${name}`);
     });
   }
+
+  it('sets a decomposed accent as sent, in DejaVu when no Garamond file has the letter and its mark together', async () => {
+    // e + U+0301: EB Garamond's Latin file has e, the combining acute is in its Latin Extended and Vietnamese ranges.
+    // Setting the composed é instead would put é (U+00E9) in the text layer, not the bytes committed.
+    const title = 'Nguyễn, Dvořák, Café'.normalize('NFD');
+    const name = 'Léonie Dvořáková'.normalize('NFD');
+    const pdf = await renderCertificate({ ...EXAMPLE, title, creators: [{ full_name: name, roles: { composer: true } }] });
+    expect(fontsOf(pdf)).to.include.members(['EBGaramond-SemiBold', 'DejaVuSerif-Bold']);
+    const text = await lines(pdf);
+    expect(text).to.include(title);
+    expect(text).not.to.include(title.normalize('NFC'));
+    expect(text.join('\n')).to.include(`1. ${name}`);
+  });
+
+  it('keeps the Kelvin, Ohm and Angstrom signs and mixed NFC and NFD accents, so the commitment is recomputed from the page', async () => {
+    for (const title of ['Absolute zero, 0 \u212A', '50 \u2126 into 1 \u212B', 'Caf\u00e9 and Cafe\u0301', 'K and \u212A']) {
+      const hashes = computeCommitment(sha256(EXAMPLE_AUDIO), title, EXAMPLE_CREATORS);
+      const pdf = await renderCertificate({ ...EXAMPLE, title, commitment: toHex(hashes.commitment) });
+      const text = await lines(pdf);
+      // the title's line, taken from the page as it comes, gives the commitment printed
+      const line = text[2]!;
+      expect(line, title).to.equal(title);
+      const bytes = Buffer.from(line, 'utf8');
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(bytes.length);
+      const recomputed = sha256(Buffer.from([1]), hashes.mediaHash, length, bytes, hashes.merkleRoot);
+      expect(toHex(recomputed), title).to.equal(toHex(hashes.commitment));
+      expect(text.join(' ')).to.include(toHex(hashes.commitment));
+    }
+  });
 
   it('falls back to DejaVu Serif only for what EB Garamond lacks, and still renders', async () => {
     const pdf = await renderCertificate({

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QUEUE_NAMES } from '../shared/config';
@@ -15,6 +16,7 @@ import { startWebProcess, startWorkerProcess, type WorkerProcess } from './lib/p
 import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { chainCapacity } from './lib/chain-floor';
 import { startRedisSplit } from './lib/redis-split';
+import { BENCH_PART, cpuSnapshot, windowBlocks, windowCpu, type WindowBlock, type WindowCpu } from './lib/window';
 import { percentile, repeat } from './lib/stats';
 
 /**
@@ -31,6 +33,7 @@ import { percentile, repeat } from './lib/stats';
 const BLOCK_MS = 2000;
 const CLIENTS = 100;
 const PER_ORG = 20; // within an organization's init burst (RATE_LIMIT_BURST 100)
+const CHAIN_PART = 'chain node (chopsticks process)';
 
 benchMain(async (options) => {
   const count = pick(options, options.size, 1000, 5);
@@ -47,7 +50,9 @@ benchMain(async (options) => {
     organizations: Math.ceil(count / PER_ORG),
   });
   say(`pipeline: ${count} registrations, ${clients} clients, a block every ${BLOCK_MS} ms, ${runs} runs`);
-  const services = await startBenchServices('pipeline', { blocks: BLOCK_MS });
+  // the chain in a process of its own, so that the chain node's CPU is measured apart from the clients and receiver
+  const services = await startBenchServices('pipeline', { blocks: BLOCK_MS, chainProcess: true });
+  const chain = services.chain!;
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await new WebhookReceiver().start();
@@ -72,7 +77,7 @@ benchMain(async (options) => {
     const samples = await repeat(runs, async (run) => {
       const confirmedAt = new Map<string, number>();
       const failures: string[] = [];
-      const cpuBefore = await cpuOfParts(context, web.pid, workers);
+      const cpuBefore = await cpuOfParts(context, web.pid, workers, chain.pid);
       const renderedBefore = await certificatesDone(context);
       const split = options.redisSplit ? await startRedisSplit(context.redis, services.config.redis.prefix) : undefined;
       const started = Date.now();
@@ -98,11 +103,18 @@ benchMain(async (options) => {
       const quotedAt = Date.now();
       const webQuoted = cpuMs([web.pid]);
       const blocks = await blockTimes(context, 'testnet');
+      const pids = {
+        web: web.pid,
+        ...Object.fromEntries(workers.map((w) => [`worker ${w.queue}`, w.process.pid])),
+        [CHAIN_PART]: chain.pid,
+      };
+      const windowStart = await cpuSnapshot(context, pids);
       for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
       // the web's CPU while the confirms are answered: the confirms, and the live updates every web receives meanwhile
       const webConfirms = cpuSince(webQuoted, [web.pid]) / count;
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);
+      const windowEnd = await cpuSnapshot(context, pids);
       const intervals = blocks.stop();
       const ids = [...confirmedAt.keys()];
       const finished = Math.max(...ids.map((id) => webhookAt.get(id)!));
@@ -117,9 +129,13 @@ benchMain(async (options) => {
           context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
         );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
+      const window = windowCpu(windowStart, windowEnd, [CHAIN_PART, BENCH_PART]);
+      const carried = await registrationsPerBlock(context, ids);
+      const built = windowBlocks(await chain.blocks(), windowStart.at, windowEnd.at, carried);
+      sayWindow(window, built, carried);
       // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
       // rendered the last of their certificates (enqueued at finalization, rendered while and after webhooks go out)
-      const cpuAfter = await cpuOfParts(context, web.pid, workers);
+      const cpuAfter = await cpuOfParts(context, web.pid, workers, chain.pid);
       const redisParts = split ? perRegistrationUs(await split.stop(), count) : {};
       await certificatesRendered(context, renderedBefore + count);
       const certificates = workers.find((w) => w.queue === 'certificates')!;
@@ -161,6 +177,8 @@ benchMain(async (options) => {
         cpu,
         webConfirms,
         redisParts,
+        window,
+        built,
       };
       say(
         `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`,
@@ -256,13 +274,30 @@ benchMain(async (options) => {
         runs: samples.map((s) => s.redisParts[part] ?? 0),
       });
     }
+    addWindowFigures(report, samples);
+    report.parameters.window_blocks = samples.map((s) =>
+      s.built.map((b) => ({
+        number: b.number,
+        interval_ms: b.intervalMs,
+        build_ms: b.buildMs,
+        chain_cpu_ms: Math.round(b.chainCpuMs),
+        registrations: b.registrations,
+      })),
+    );
     if (options.redisSplit)
       report.note(
         "Redis command time: the slow log at 0 µs (--redis-split), by the first key of each command; the log's own cost is in this run's cpu_ms_redis",
       );
     report.note(
       "CPU per registration: the web, each queue's worker process, the bench database's PostgreSQL backends and the whole Redis server " +
-        'make "service total"; the bench process (clients, receiver and the chopsticks chain) is counted apart',
+        'make "service total"; the bench process (clients, receiver, s3rver) and the chopsticks chain (a process of its own) are counted apart, ' +
+        'together under the figure that counted them when the chain ran in the bench process, and each alone',
+    );
+    report.note(
+      "window_*: from the first confirm to the last webhook, each part's CPU read at both ends (/proc; Redis from INFO, the whole server; " +
+        "PostgreSQL the bench database's backends, not the server's background processes); capacity is cores × the window; " +
+        "the machine's busy time is every process's (/proc/stat), other users' work included. window_blocks in parameters: each block " +
+        "built in the window, its interval, its build time, the chain process's CPU since the block before, and the registrations it carried",
     );
     report.note(
       `the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`,
@@ -365,18 +400,26 @@ async function certificatesRendered(app: Resources, total: number): Promise<void
   }
 }
 
-/** CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and this process. */
+/**
+ * CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and what is not the service (its
+ * parts named `bench…`): this process and the chain's together, as this figure counted them while the chain ran in
+ * this process, and each apart.
+ */
 async function cpuOfParts(
   app: Resources,
   webPid: number,
   workers: readonly { queue: string; process: WorkerProcess }[],
+  chainPid: number,
 ): Promise<{ parts: Parts; postgres: Map<number, number> }> {
   const own = process.cpuUsage();
+  const chain = cpuSince(new Map(), [chainPid]);
   const parts: Parts = {
     web: cpuSince(new Map(), [webPid]),
     ...Object.fromEntries(workers.map((w) => [`worker ${w.queue}`, cpuSince(new Map(), [w.process.pid])])),
     redis: await redisCpuMs(app),
-    'bench process (clients, receiver, chain)': (own.user + own.system) / 1000,
+    'bench process (clients, receiver, chain)': (own.user + own.system) / 1000 + chain,
+    'bench: chain node (chopsticks process)': chain,
+    'bench: clients, receiver, s3rver': (own.user + own.system) / 1000,
   };
   return { parts, postgres: cpuMs(await postgresBackends(app)) };
 }
@@ -401,4 +444,102 @@ function perRegistration(
   out.postgres = postgres / count;
   out['service total'] = service + out.postgres;
   return out;
+}
+
+/** How many of the registrations `ids` each block carried, by block number. */
+async function registrationsPerBlock(app: Resources, ids: string[]): Promise<Map<number, number>> {
+  const rows = await app
+    .db('transactions')
+    .whereIn('id', ids)
+    .groupBy('block_number')
+    .select('block_number', app.db.raw('count(*)::int as n'));
+  return new Map(rows.map((r: { block_number: number | string; n: number }) => [Number(r.block_number), r.n]));
+}
+
+/** Prints the window's CPU per part against the machine's capacity, and the blocks the chain built in it. */
+function sayWindow(window: WindowCpu, built: WindowBlock[], carried: Map<number, number>): void {
+  const s = (cpuS: number) => cpuS.toFixed(2);
+  const service = Object.entries(window.parts).filter(([part]) => part !== CHAIN_PART && part !== BENCH_PART);
+  say(
+    `  first confirm → last webhook: ${window.seconds.toFixed(1)} s × ${os.cpus().length} cores = ${s(window.capacityCpuS)} CPU-s of capacity; ` +
+      `CPU-s used: ${service.map(([part, cpuS]) => `${part} ${s(cpuS)}`).join(', ')} = service ${s(window.serviceCpuS)}; ` +
+      `${CHAIN_PART} ${s(window.parts[CHAIN_PART]!)}; ${BENCH_PART} ${s(window.parts[BENCH_PART]!)}; ` +
+      `all counted ${s(window.accountedCpuS)}; the whole machine busy ${s(window.machineBusyCpuS)} (every process, other users' too)`,
+  );
+  const outside = [...carried.keys()].filter((n) => !built.some((b) => b.number === n));
+  say(
+    `  blocks built in that window (number: ms since the block before, ms building it, chain CPU ms since the block before, registrations): ${built
+      .map((b) => `#${b.number}: ${b.intervalMs}, ${b.buildMs}, ${Math.round(b.chainCpuMs)}, ${b.registrations}`)
+      .join('; ')}` +
+      (outside.length ? `; registrations in blocks outside it: ${outside.map((n) => `#${n} ${carried.get(n)}`).join(', ')}` : ''),
+  );
+}
+
+type Sample = { window: WindowCpu; built: WindowBlock[] };
+
+/** The window's figures: its length and capacity, each part's CPU-seconds in it, and the chain's pace in it. */
+function addWindowFigures(report: BenchReport, samples: readonly Sample[]): void {
+  const slug = (part: string) => part.replace(/\W+/g, '_').replace(/^_|_$/g, '');
+  const mean = (values: number[]) => {
+    const known = values.filter(Number.isFinite);
+    return known.length ? known.reduce((a, b) => a + b, 0) / known.length : 0;
+  };
+  report.add({ id: 'window_s', label: 'window: first confirm to last webhook', unit: 's', runs: samples.map((s) => s.window.seconds) });
+  report.add({
+    id: 'window_capacity_cpu_s',
+    label: `window: the machine's capacity (${os.cpus().length} cores × the window)`,
+    unit: 'CPU-s',
+    runs: samples.map((s) => s.window.capacityCpuS),
+  });
+  for (const part of Object.keys(samples[0]!.window.parts))
+    report.add({
+      id: `window_cpu_s_${slug(part)}`,
+      label: `window CPU: ${part}`,
+      unit: 'CPU-s',
+      runs: samples.map((s) => s.window.parts[part]!),
+    });
+  report.add({
+    id: 'window_cpu_s_service',
+    label: 'window CPU: service total (web, workers, PostgreSQL backends, Redis)',
+    unit: 'CPU-s',
+    runs: samples.map((s) => s.window.serviceCpuS),
+  });
+  report.add({
+    id: 'window_cpu_s_counted',
+    label: 'window CPU: every part counted',
+    unit: 'CPU-s',
+    runs: samples.map((s) => s.window.accountedCpuS),
+  });
+  report.add({
+    id: 'window_cpu_s_machine',
+    label: "window CPU: the whole machine busy (every process, other users' too)",
+    unit: 'CPU-s',
+    runs: samples.map((s) => s.window.machineBusyCpuS),
+  });
+  report.add({ id: 'window_blocks', label: 'window: blocks the chain built', unit: 'blocks', runs: samples.map((s) => s.built.length) });
+  report.add({
+    id: 'window_block_interval_ms',
+    label: 'window: block interval (mean)',
+    unit: 'ms',
+    runs: samples.map((s) => mean(s.built.map((b) => b.intervalMs))),
+    floor: { label: 'asked of the chain', runs: samples.map(() => BLOCK_MS) },
+  });
+  report.add({
+    id: 'window_block_interval_max_ms',
+    label: 'window: block interval (longest)',
+    unit: 'ms',
+    runs: samples.map((s) => Math.max(0, ...s.built.map((b) => b.intervalMs).filter(Number.isFinite))),
+  });
+  report.add({
+    id: 'window_block_build_ms',
+    label: 'window: time building a block (mean)',
+    unit: 'ms',
+    runs: samples.map((s) => mean(s.built.map((b) => b.buildMs))),
+  });
+  report.add({
+    id: 'window_registrations_per_block_max',
+    label: 'window: registrations in the fullest block',
+    unit: 'registrations',
+    runs: samples.map((s) => Math.max(0, ...s.built.map((b) => b.registrations))),
+  });
 }

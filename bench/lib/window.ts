@@ -1,0 +1,106 @@
+import os from 'node:os';
+import { readFileSync } from 'node:fs';
+import type { Resources } from '../../shared/resources';
+import { cpuMs, postgresBackends, redisCpuMs } from './cpu';
+import type { ChainBlock } from './processes';
+
+/**
+ * CPU of every process a bench drives over a window of wall time (the pipeline's first confirm to last webhook),
+ * read at its two ends: each named process from /proc, the bench database's PostgreSQL backends, the Redis
+ * server (INFO), this process, and the whole machine (/proc/stat: every process, other users' included).
+ */
+export interface CpuSnapshot {
+  readonly at: number;
+  readonly parts: Record<string, number>;
+  readonly postgres: Map<number, number>;
+  readonly machineBusyMs: number;
+}
+
+/** The part this process is counted as (the clients, the webhook receiver and s3rver: what the bench holds). */
+export const BENCH_PART = 'bench process (clients, receiver, s3rver)';
+
+/** Every part's CPU so far (ms): `pids` by name, PostgreSQL's backends, Redis, this process; the machine's busy time. */
+export async function cpuSnapshot(app: Resources, pids: Record<string, number>): Promise<CpuSnapshot> {
+  const backends = await postgresBackends(app);
+  const redis = await redisCpuMs(app);
+  const at = Date.now();
+  const own = process.cpuUsage();
+  const parts: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) parts[name] = cpuMs([pid]).get(pid) ?? NaN;
+  parts.redis = redis;
+  parts[BENCH_PART] = (own.user + own.system) / 1000;
+  return { at, parts, postgres: cpuMs(backends), machineBusyMs: machineBusyMs() };
+}
+
+export interface WindowCpu {
+  readonly seconds: number;
+  /** Cores × seconds: what the machine could have spent in the window. */
+  readonly capacityCpuS: number;
+  /** CPU-seconds each part used in the window, PostgreSQL's backends as one part. */
+  readonly parts: Record<string, number>;
+  /** The parts that are the service: every part but the chain node and this process. */
+  readonly serviceCpuS: number;
+  /** Every part counted here. */
+  readonly accountedCpuS: number;
+  /** Every process on the machine, from /proc/stat (other users' work included). */
+  readonly machineBusyCpuS: number;
+}
+
+/** CPU-seconds per part between two snapshots; `outside` names the parts that are not the service. */
+export function windowCpu(before: CpuSnapshot, after: CpuSnapshot, outside: readonly string[]): WindowCpu {
+  const seconds = (after.at - before.at) / 1000;
+  const parts: Record<string, number> = {};
+  for (const [part, ms] of Object.entries(after.parts)) parts[part] = (ms - before.parts[part]!) / 1000;
+  // a backend that connected inside the window counts from zero; one that left is lost (pools keep theirs)
+  let postgres = 0;
+  for (const [pid, ms] of after.postgres) postgres += ms - (before.postgres.get(pid) ?? 0);
+  parts.postgres = postgres / 1000;
+  const sum = (names: string[]) => names.reduce((total, part) => total + parts[part]!, 0);
+  const names = Object.keys(parts);
+  return {
+    seconds,
+    capacityCpuS: os.cpus().length * seconds,
+    parts,
+    serviceCpuS: sum(names.filter((part) => !outside.includes(part))),
+    accountedCpuS: sum(names),
+    machineBusyCpuS: (after.machineBusyMs - before.machineBusyMs) / 1000,
+  };
+}
+
+/** A block the chain built in the window, with its interval since the block before and the registrations it carried. */
+export interface WindowBlock {
+  readonly number: number;
+  readonly intervalMs: number;
+  readonly buildMs: number;
+  /** The chain process's CPU from the block before's end to this one's (ms): building it and serving RPC meanwhile. */
+  readonly chainCpuMs: number;
+  readonly registrations: number;
+}
+
+/** The blocks built between `from` and `to` (Date.now()), each with the registrations `carried` put in it. */
+export function windowBlocks(blocks: readonly ChainBlock[], from: number, to: number, carried: Map<number, number>): WindowBlock[] {
+  const out: WindowBlock[] = [];
+  blocks.forEach((block, i) => {
+    if (block.builtAt < from || block.builtAt > to) return;
+    const previous = blocks[i - 1];
+    out.push({
+      number: block.number,
+      intervalMs: previous ? block.builtAt - previous.builtAt : NaN,
+      buildMs: block.builtAt - block.startedAt,
+      chainCpuMs: previous ? block.cpuMs - previous.cpuMs : NaN,
+      registrations: carried.get(block.number) ?? 0,
+    });
+  });
+  return out;
+}
+
+/** Ms every core of the machine has been busy since boot (user, nice, system, irq, softirq, steal). */
+function machineBusyMs(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return ((user! + nice! + system! + irq! + softirq! + steal!) * 1000) / 100; // USER_HZ
+}

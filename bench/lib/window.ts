@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { Resources } from '../../shared/resources';
 import { cpuMs, postgresBackends, redisCpuMs } from './cpu';
 import type { ChainBlock } from './processes';
@@ -13,8 +13,14 @@ export interface CpuSnapshot {
   readonly at: number;
   readonly parts: Record<string, number>;
   readonly postgres: Map<number, number>;
+  /** Ms each part's threads have been runnable but waiting for a core (/proc/<pid>/task/<tid>/schedstat). */
+  readonly waits: Record<string, number>;
+  readonly postgresWaits: Map<number, number>;
   readonly machineBusyMs: number;
 }
+
+/** The chain node's part: the chopsticks chain in a process of its own. */
+export const CHAIN_PART = 'chain node (chopsticks process)';
 
 /** The part this process is counted as (the clients, the webhook receiver and s3rver: what the bench holds). */
 export const BENCH_PART = 'bench process (clients, receiver, s3rver)';
@@ -22,14 +28,22 @@ export const BENCH_PART = 'bench process (clients, receiver, s3rver)';
 /** Every part's CPU so far (ms): `pids` by name, PostgreSQL's backends, Redis, this process; the machine's busy time. */
 export async function cpuSnapshot(app: Resources, pids: Record<string, number>): Promise<CpuSnapshot> {
   const backends = await postgresBackends(app);
+  const redisPid = Number(/^process_id:(\d+)/m.exec(await app.redis.info('server'))?.[1]);
   const redis = await redisCpuMs(app);
   const at = Date.now();
   const own = process.cpuUsage();
   const parts: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(pids)) parts[name] = cpuMs([pid]).get(pid) ?? NaN;
+  const waits: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    parts[name] = cpuMs([pid]).get(pid) ?? NaN;
+    waits[name] = runQueueWaitMs(pid);
+  }
   parts.redis = redis;
+  waits.redis = runQueueWaitMs(redisPid);
   parts[BENCH_PART] = (own.user + own.system) / 1000;
-  return { at, parts, postgres: cpuMs(backends), machineBusyMs: machineBusyMs() };
+  waits[BENCH_PART] = runQueueWaitMs(process.pid);
+  const postgresWaits = new Map(backends.map((pid) => [pid, runQueueWaitMs(pid)]));
+  return { at, parts, postgres: cpuMs(backends), waits, postgresWaits, machineBusyMs: machineBusyMs() };
 }
 
 export interface WindowCpu {
@@ -38,6 +52,8 @@ export interface WindowCpu {
   readonly capacityCpuS: number;
   /** CPU-seconds each part used in the window, PostgreSQL's backends as one part. */
   readonly parts: Record<string, number>;
+  /** Seconds each part's threads were runnable but waiting for a core in the window (summed over its threads). */
+  readonly waits: Record<string, number>;
   /** The parts that are the service: every part but the chain node and this process. */
   readonly serviceCpuS: number;
   /** Every part counted here. */
@@ -55,12 +71,18 @@ export function windowCpu(before: CpuSnapshot, after: CpuSnapshot, outside: read
   let postgres = 0;
   for (const [pid, ms] of after.postgres) postgres += ms - (before.postgres.get(pid) ?? 0);
   parts.postgres = postgres / 1000;
+  const waits: Record<string, number> = {};
+  for (const [part, ms] of Object.entries(after.waits)) waits[part] = (ms - before.waits[part]!) / 1000;
+  let postgresWait = 0;
+  for (const [pid, ms] of after.postgresWaits) if (Number.isFinite(ms)) postgresWait += ms - (before.postgresWaits.get(pid) ?? 0);
+  waits.postgres = postgresWait / 1000;
   const sum = (names: string[]) => names.reduce((total, part) => total + parts[part]!, 0);
   const names = Object.keys(parts);
   return {
     seconds,
     capacityCpuS: os.cpus().length * seconds,
     parts,
+    waits,
     serviceCpuS: sum(names.filter((part) => !outside.includes(part))),
     accountedCpuS: sum(names),
     machineBusyCpuS: (after.machineBusyMs - before.machineBusyMs) / 1000,
@@ -103,4 +125,21 @@ function machineBusyMs(): number {
     .slice(1)
     .map(Number);
   return ((user! + nice! + system! + irq! + softirq! + steal!) * 1000) / 100; // USER_HZ
+}
+
+/** Ms the process's threads have spent runnable but waiting for a core (schedstat's second field, ns); NaN if gone. */
+function runQueueWaitMs(pid: number): number {
+  try {
+    let total = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+      } catch {
+        // the thread ended
+      }
+    }
+    return total;
+  } catch {
+    return NaN;
+  }
 }

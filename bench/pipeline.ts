@@ -16,7 +16,7 @@ import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { chainCapacity } from './lib/chain-floor';
 import { startRedisSplit } from './lib/redis-split';
 import { BENCH_PART, CHAIN_PART, cpuSnapshot, windowBlocks, windowCpu } from './lib/window';
-import { addWindowFigures, registrationsPerBlock, sayWindow } from './lib/window-report';
+import { addWindowFigures, carriedPerBlock, sayWindow } from './lib/window-report';
 import { percentile, repeat } from './lib/stats';
 
 /**
@@ -129,7 +129,7 @@ benchMain(async (options) => {
         );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
       const window = windowCpu(windowStart, windowEnd, [CHAIN_PART, BENCH_PART]);
-      const carried = await registrationsPerBlock(context, ids);
+      const carried = await carriedPerBlock(context, ids);
       const built = windowBlocks(await chain.blocks(), windowStart.at, windowEnd.at, carried);
       sayWindow(window, built, carried);
       // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
@@ -281,6 +281,8 @@ benchMain(async (options) => {
         build_ms: b.buildMs,
         chain_cpu_ms: Math.round(b.chainCpuMs),
         registrations: b.registrations,
+        signed_before_ms: b.signedBeforeMs,
+        missed_block: b.missedBlock,
       })),
     );
     if (options.redisSplit)
@@ -298,7 +300,9 @@ benchMain(async (options) => {
         "the machine's busy time is every process's (/proc/stat), other users' work included; window_wait_s_*: the time each part's threads " +
         'were runnable but waiting for a core (/proc/<pid>/task/<tid>/schedstat), a measure of CPU contention, not of work. ' +
         'window_blocks in parameters: each block ' +
-        "built in the window, its interval, its build time, the chain process's CPU since the block before, and the registrations it carried",
+        "built in the window, its interval, its build time, the chain process's CPU since the block before, the registrations it carried, " +
+        "the ms from each of its relayer extrinsics' signing (the row stored, before it is sent) to the block's building began, and the " +
+        'registrations in extrinsics signed before the block before it began building (window_registrations_missed_block: they missed a block)',
     );
     report.note(
       `the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`,

@@ -2,22 +2,30 @@ import os from 'node:os';
 import type { Resources } from '../../shared/resources';
 import { say } from './main';
 import type { BenchReport } from './report';
-import { BENCH_PART, CHAIN_PART, type WindowBlock, type WindowCpu } from './window';
+import { BENCH_PART, CHAIN_PART, type Carried, type WindowBlock, type WindowCpu } from './window';
 
 // The pipeline bench's first-confirm → last-webhook window: printed, and its figures (window_*) in the results.
 
-/** How many of the registrations `ids` each block carried, by block number. */
-export async function registrationsPerBlock(app: Resources, ids: string[]): Promise<Map<number, number>> {
-  const rows = await app
-    .db('transactions')
-    .whereIn('id', ids)
-    .groupBy('block_number')
-    .select('block_number', app.db.raw('count(*)::int as n'));
-  return new Map(rows.map((r: { block_number: number | string; n: number }) => [Number(r.block_number), r.n]));
+/** What the registrations `ids` put in each block, by block number: how many, in which relayer extrinsics signed when. */
+export async function carriedPerBlock(app: Resources, ids: string[]): Promise<Map<number, Carried>> {
+  const rows: { block_number: number | string; created_at: Date; n: number }[] = await app
+    .db('transactions as t')
+    .join('chain_submissions as s', 's.id', 't.submission_id')
+    .whereIn('t.id', ids)
+    .groupBy('t.block_number', 's.id', 's.created_at')
+    .select('t.block_number', 's.created_at', app.db.raw('count(*)::int as n'));
+  const out = new Map<number, { registrations: number; extrinsics: { signedAt: number; registrations: number }[] }>();
+  for (const row of rows) {
+    const block = out.get(Number(row.block_number)) ?? { registrations: 0, extrinsics: [] };
+    block.registrations += row.n;
+    block.extrinsics.push({ signedAt: new Date(row.created_at).getTime(), registrations: row.n });
+    out.set(Number(row.block_number), block);
+  }
+  return out;
 }
 
 /** Prints the window's CPU per part against the machine's capacity, and the blocks the chain built in it. */
-export function sayWindow(window: WindowCpu, built: WindowBlock[], carried: Map<number, number>): void {
+export function sayWindow(window: WindowCpu, built: WindowBlock[], carried: Map<number, Carried>): void {
   const s = (cpuS: number) => cpuS.toFixed(2);
   const service = Object.entries(window.parts).filter(([part]) => part !== CHAIN_PART && part !== BENCH_PART);
   say(
@@ -33,10 +41,16 @@ export function sayWindow(window: WindowCpu, built: WindowBlock[], carried: Map<
   );
   const outside = [...carried.keys()].filter((n) => !built.some((b) => b.number === n));
   say(
-    `  blocks built in that window (number: ms since the block before, ms building it, chain CPU ms since the block before, registrations): ${built
-      .map((b) => `#${b.number}: ${b.intervalMs}, ${b.buildMs}, ${Math.round(b.chainCpuMs)}, ${b.registrations}`)
-      .join('; ')}` +
-      (outside.length ? `; registrations in blocks outside it: ${outside.map((n) => `#${n} ${carried.get(n)}`).join(', ')}` : ''),
+    '  blocks built in that window (number: ms since the block before, ms building it, chain CPU ms since the block before, ' +
+      `registrations [ms from each extrinsic's signing to the building's start]): ${built
+        .map(
+          (b) =>
+            `#${b.number}: ${b.intervalMs}, ${b.buildMs}, ${Math.round(b.chainCpuMs)}, ${b.registrations} [${b.signedBeforeMs.join(', ')}]`,
+        )
+        .join('; ')}` +
+      (outside.length
+        ? `; registrations in blocks outside it: ${outside.map((n) => `#${n} ${carried.get(n)!.registrations}`).join(', ')}`
+        : ''),
   );
 }
 
@@ -107,6 +121,12 @@ export function addWindowFigures(report: BenchReport, samples: readonly Sample[]
     label: 'window: time building a block (mean)',
     unit: 'ms',
     runs: samples.map((s) => mean(s.built.map((b) => b.buildMs))),
+  });
+  report.add({
+    id: 'window_registrations_missed_block',
+    label: 'window: registrations whose extrinsic was signed before the block before theirs began building',
+    unit: 'registrations',
+    runs: samples.map((s) => s.built.reduce((n, b) => n + b.missedBlock, 0)),
   });
   report.add({
     id: 'window_registrations_per_block_max',

@@ -97,20 +97,33 @@ export interface WindowBlock {
   /** The chain process's CPU from the block before's end to this one's (ms): building it and serving RPC meanwhile. */
   readonly chainCpuMs: number;
   readonly registrations: number;
+  /** For each relayer extrinsic it carried: ms from its signing (its row stored) to this block's building began. */
+  readonly signedBeforeMs: number[];
+  /** Registrations in extrinsics signed before the block before this one began building: they missed a block. */
+  readonly missedBlock: number;
+}
+
+/** What the registrations put in one block: how many, and each relayer extrinsic's signing time and size. */
+export interface Carried {
+  readonly registrations: number;
+  readonly extrinsics: { readonly signedAt: number; readonly registrations: number }[];
 }
 
 /** The blocks built between `from` and `to` (Date.now()), each with the registrations `carried` put in it. */
-export function windowBlocks(blocks: readonly ChainBlock[], from: number, to: number, carried: Map<number, number>): WindowBlock[] {
+export function windowBlocks(blocks: readonly ChainBlock[], from: number, to: number, carried: Map<number, Carried>): WindowBlock[] {
   const out: WindowBlock[] = [];
   blocks.forEach((block, i) => {
     if (block.builtAt < from || block.builtAt > to) return;
     const previous = blocks[i - 1];
+    const extrinsics = carried.get(block.number)?.extrinsics ?? [];
     out.push({
       number: block.number,
       intervalMs: previous ? block.builtAt - previous.builtAt : NaN,
       buildMs: block.builtAt - block.startedAt,
       chainCpuMs: previous ? block.cpuMs - previous.cpuMs : NaN,
-      registrations: carried.get(block.number) ?? 0,
+      registrations: carried.get(block.number)?.registrations ?? 0,
+      signedBeforeMs: extrinsics.map((e) => block.startedAt - e.signedAt),
+      missedBlock: previous ? extrinsics.filter((e) => e.signedAt < previous.startedAt).reduce((n, e) => n + e.registrations, 0) : 0,
     });
   });
   return out;

@@ -15,6 +15,8 @@ import { startWebProcess, startWorkerProcess, type WorkerProcess } from './lib/p
 import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { chainCapacity } from './lib/chain-floor';
 import { startRedisSplit } from './lib/redis-split';
+import { BENCH_PART, CHAIN_PART, cpuSnapshot, windowBlocks, windowCpu } from './lib/window';
+import { addWindowFigures, carriedPerBlock, sayWindow } from './lib/window-report';
 import { percentile, repeat } from './lib/stats';
 
 /**
@@ -47,7 +49,9 @@ benchMain(async (options) => {
     organizations: Math.ceil(count / PER_ORG),
   });
   say(`pipeline: ${count} registrations, ${clients} clients, a block every ${BLOCK_MS} ms, ${runs} runs`);
-  const services = await startBenchServices('pipeline', { blocks: BLOCK_MS });
+  // the chain in a process of its own, so that the chain node's CPU is measured apart from the clients and receiver
+  const services = await startBenchServices('pipeline', { blocks: BLOCK_MS, chainProcess: true });
+  const chain = services.chain!;
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await new WebhookReceiver().start();
@@ -72,7 +76,7 @@ benchMain(async (options) => {
     const samples = await repeat(runs, async (run) => {
       const confirmedAt = new Map<string, number>();
       const failures: string[] = [];
-      const cpuBefore = await cpuOfParts(context, web.pid, workers);
+      const cpuBefore = await cpuOfParts(context, web.pid, workers, chain.pid);
       const renderedBefore = await certificatesDone(context);
       const split = options.redisSplit ? await startRedisSplit(context.redis, services.config.redis.prefix) : undefined;
       const started = Date.now();
@@ -98,11 +102,20 @@ benchMain(async (options) => {
       const quotedAt = Date.now();
       const webQuoted = cpuMs([web.pid]);
       const blocks = await blockTimes(context, 'testnet');
-      for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!))) confirmedAt.set(id, at);
+      const pids = {
+        web: web.pid,
+        ...Object.fromEntries(workers.map((w) => [`worker ${w.queue}`, w.process.pid])),
+        [CHAIN_PART]: chain.pid,
+      };
+      const windowStart = await cpuSnapshot(context, pids);
+      const retried = { count: 0 };
+      for (const [id, at] of await drive((i) => confirmOne(web.url, keys[i % keys.length]!.token, jobs[i]!, retried)))
+        confirmedAt.set(id, at);
       // the web's CPU while the confirms are answered: the confirms, and the live updates every web receives meanwhile
       const webConfirms = cpuSince(webQuoted, [web.pid]) / count;
       const lastConfirm = Math.max(...confirmedAt.values());
       await receiver.waitFor(expected, 600_000);
+      const windowEnd = await cpuSnapshot(context, pids);
       const intervals = blocks.stop();
       const ids = [...confirmedAt.keys()];
       const finished = Math.max(...ids.map((id) => webhookAt.get(id)!));
@@ -117,9 +130,13 @@ benchMain(async (options) => {
           context.db.raw(`count(*) filter (where status = 'finalized')::int as finalized`),
         );
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
+      const window = windowCpu(windowStart, windowEnd, [CHAIN_PART, BENCH_PART]);
+      const carried = await carriedPerBlock(context, ids);
+      const built = windowBlocks(await chain.blocks(), windowStart.at, windowEnd.at, carried);
+      sayWindow(window, built, carried);
       // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
       // rendered the last of their certificates (enqueued at finalization, rendered while and after webhooks go out)
-      const cpuAfter = await cpuOfParts(context, web.pid, workers);
+      const cpuAfter = await cpuOfParts(context, web.pid, workers, chain.pid);
       const redisParts = split ? perRegistrationUs(await split.stop(), count) : {};
       await certificatesRendered(context, renderedBefore + count);
       const certificates = workers.find((w) => w.queue === 'certificates')!;
@@ -161,9 +178,12 @@ benchMain(async (options) => {
         cpu,
         webConfirms,
         redisParts,
+        window,
+        built,
+        confirmsRetried: retried.count,
       };
       say(
-        `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms`,
+        `  run ${run + 1}: ${count} in ${(sample.totalMs / 1000).toFixed(1)} s (last confirm at ${(sample.quoteMs / 1000).toFixed(1)} s, then ${(sample.drainMs / 1000).toFixed(1)} s), ${sample.blocks} blocks, ${sample.extrinsics} extrinsics, confirm→webhook p50 ${sample.p50} ms p95 ${sample.p95} ms, ${sample.confirmsRetried} confirms retried after a 503`,
       );
       return sample;
     });
@@ -216,6 +236,12 @@ benchMain(async (options) => {
       runs: samples.map((s) => s.blocks),
       floor: { label: 'chain floor', runs: samples.map(() => floorBlocks) },
     });
+    report.add({
+      id: 'confirms_retried',
+      label: 'confirms answered 503 and retried after Retry-After',
+      unit: 'confirms',
+      runs: samples.map((s) => s.confirmsRetried),
+    });
     report.add({ id: 'extrinsics', label: 'relayer extrinsics used', unit: 'extrinsics', runs: samples.map((s) => s.extrinsics) });
     report.add({
       id: 'latency_p50_ms',
@@ -256,13 +282,36 @@ benchMain(async (options) => {
         runs: samples.map((s) => s.redisParts[part] ?? 0),
       });
     }
+    addWindowFigures(report, samples, BLOCK_MS);
+    report.parameters.window_blocks = samples.map((s) =>
+      s.built.map((b) => ({
+        number: b.number,
+        interval_ms: b.intervalMs,
+        build_ms: b.buildMs,
+        chain_cpu_ms: Math.round(b.chainCpuMs),
+        registrations: b.registrations,
+        signed_before_ms: b.signedBeforeMs,
+        missed_block: b.missedBlock,
+      })),
+    );
     if (options.redisSplit)
       report.note(
         "Redis command time: the slow log at 0 µs (--redis-split), by the first key of each command; the log's own cost is in this run's cpu_ms_redis",
       );
     report.note(
       "CPU per registration: the web, each queue's worker process, the bench database's PostgreSQL backends and the whole Redis server " +
-        'make "service total"; the bench process (clients, receiver and the chopsticks chain) is counted apart',
+        'make "service total"; the bench process (clients, receiver, s3rver) and the chopsticks chain (a process of its own) are counted apart, ' +
+        'together under the figure that counted them when the chain ran in the bench process, and each alone',
+    );
+    report.note(
+      "window_*: from the first confirm to the last webhook, each part's CPU read at both ends (/proc; Redis from INFO, the whole server; " +
+        "PostgreSQL the bench database's backends, not the server's background processes); capacity is cores × the window; " +
+        "the machine's busy time is every process's (/proc/stat), other users' work included; window_wait_s_*: the time each part's threads " +
+        'were runnable but waiting for a core (/proc/<pid>/task/<tid>/schedstat), a measure of CPU contention, not of work. ' +
+        'window_blocks in parameters: each block ' +
+        "built in the window, its interval, its build time, the chain process's CPU since the block before, the registrations it carried, " +
+        "the ms from each of its relayer extrinsics' signing (the row stored, before it is sent) to the block's building began, and the " +
+        'registrations in extrinsics signed before the block before it began building (window_registrations_missed_block: they missed a block)',
     );
     report.note(
       `the chain takes ${capacity.callsPerBlock} such calls per block (bound by ${capacity.boundBy}); the service puts at most CHAIN_BATCH_MAX=${services.config.chainBatchMax} in one batch`,
@@ -333,9 +382,24 @@ async function quoteOne(base: string, token: string): Promise<string> {
 }
 
 /** Confirms a quoted job; resolves with the transaction id and when confirm answered. */
-async function confirmOne(base: string, token: string, jobId: string): Promise<[string, number]> {
-  const confirm = await post(base, token, '/v1/works/confirm', { job_id: jobId }, 202);
-  return [confirm.transaction_id as string, Date.now()];
+/**
+ * Confirms a quoted job; resolves with the transaction id and when confirm answered. A 503 (a dependency busy:
+ * on a machine shared with other work, the web's wait for a database connection can pass its 5 s) is retried
+ * after its Retry-After, as a partner would, at most three times, and counted in `retried`; the confirm's time
+ * is the answer that took it.
+ */
+async function confirmOne(base: string, token: string, jobId: string, retried: { count: number }): Promise<[string, number]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const confirm = await post(base, token, '/v1/works/confirm', { job_id: jobId }, 202);
+      return [confirm.transaction_id as string, Date.now()];
+    } catch (err) {
+      const after = (err as { retryAfterS?: number }).retryAfterS;
+      if (after === undefined || attempt === 3) throw err;
+      retried.count++;
+      await sleep(after * 1000);
+    }
+  }
 }
 
 async function post(base: string, token: string, path: string, body: unknown, status = 200): Promise<Record<string, any>> {
@@ -345,7 +409,10 @@ async function post(base: string, token: string, path: string, body: unknown, st
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as Record<string, any>;
-  if (res.status !== status) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`);
+  if (res.status !== status)
+    throw Object.assign(new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 200)}`), {
+      ...(res.status === 503 ? { retryAfterS: Number(res.headers.get('retry-after') ?? 5) } : {}),
+    });
   return json;
 }
 
@@ -365,18 +432,26 @@ async function certificatesRendered(app: Resources, total: number): Promise<void
   }
 }
 
-/** CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and this process. */
+/**
+ * CPU so far (ms) of each part: the web, each queue's worker, PostgreSQL, Redis, and what is not the service (its
+ * parts named `bench…`): this process and the chain's together, as this figure counted them while the chain ran in
+ * this process, and each apart.
+ */
 async function cpuOfParts(
   app: Resources,
   webPid: number,
   workers: readonly { queue: string; process: WorkerProcess }[],
+  chainPid: number,
 ): Promise<{ parts: Parts; postgres: Map<number, number> }> {
   const own = process.cpuUsage();
+  const chain = cpuSince(new Map(), [chainPid]);
   const parts: Parts = {
     web: cpuSince(new Map(), [webPid]),
     ...Object.fromEntries(workers.map((w) => [`worker ${w.queue}`, cpuSince(new Map(), [w.process.pid])])),
     redis: await redisCpuMs(app),
-    'bench process (clients, receiver, chain)': (own.user + own.system) / 1000,
+    'bench process (clients, receiver, chain)': (own.user + own.system) / 1000 + chain,
+    'bench: chain node (chopsticks process)': chain,
+    'bench: clients, receiver, s3rver': (own.user + own.system) / 1000,
   };
   return { parts, postgres: cpuMs(await postgresBackends(app)) };
 }

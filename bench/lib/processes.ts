@@ -5,6 +5,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config, Env, QueueName } from '../../shared/config';
 import { bullPrefix } from '../../shared/redis/settings';
+import type { BuiltBlock } from '../../shared/dev/embedded/chain';
 import { spawnWorker } from '../../test/helpers/workers';
 
 export type WebMemory = NodeJS.MemoryUsage & { sockets: number };
@@ -32,12 +33,12 @@ export async function startWebProcess(env: Env, options: { profileDir?: string }
     // the access log goes nowhere, but is still written (as in production, at LOG_LEVEL=info)
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  const { url } = await reply<{ url: string }>(child, 'listening');
+  const { url } = await reply<{ url: string }>(child, 'listening', 'web');
   return {
     url,
     pid: child.pid!,
     async measure() {
-      const answer = reply<{ memory: WebMemory }>(child, 'memory');
+      const answer = reply<{ memory: WebMemory }>(child, 'memory', 'web');
       child.send({ type: 'measure' });
       return (await answer).memory;
     },
@@ -50,9 +51,9 @@ export async function startWebProcess(env: Env, options: { profileDir?: string }
   };
 }
 
-function reply<T>(child: ChildProcess, type: string): Promise<T> {
+function reply<T>(child: ChildProcess, type: string, name: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`web process exited (${code})`));
+    const onExit = (code: number | null) => reject(new Error(`${name} process exited (${code})`));
     const onMessage = (message: { type: string } & Record<string, unknown>) => {
       if (message.type !== type) return;
       child.off('message', onMessage);
@@ -62,6 +63,47 @@ function reply<T>(child: ChildProcess, type: string): Promise<T> {
     child.on('message', onMessage);
     child.once('exit', onExit);
   });
+}
+
+/** A block the chain process built: when its building began and ended, and the process's CPU (ms) when built. */
+export interface ChainBlock extends BuiltBlock {
+  readonly cpuMs: number;
+}
+
+export interface ChainProcess {
+  readonly wsUrl: string;
+  readonly pid: number;
+  /** Every block built so far. */
+  blocks(): Promise<ChainBlock[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A chopsticks chain in a process of its own (chain-process.ts), a block every `blocks` ms or one per extrinsic,
+ * with `endow` funded: its CPU is the chain node's alone, apart from the bench's clients and receiver.
+ */
+export async function startChainProcess(blocks: 'instant' | number, endow: string): Promise<ChainProcess> {
+  const child = fork(path.join(__dirname, 'chain-process.ts'), [String(blocks), endow], {
+    execArgv: ['--import', 'tsx'],
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const { wsUrl } = await reply<{ wsUrl: string }>(child, 'ready', 'chain');
+  return {
+    wsUrl,
+    pid: child.pid!,
+    async blocks() {
+      const answer = reply<{ blocks: ChainBlock[] }>(child, 'blocks', 'chain');
+      child.send({ type: 'blocks' });
+      return (await answer).blocks;
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'stop' });
+      await exited;
+    },
+  };
 }
 
 export interface WorkerProcess {

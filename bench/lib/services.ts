@@ -7,7 +7,9 @@ import { Redis } from 'ioredis';
 import { loadConfig, processEnv, type Config, type Env } from '../../shared/config';
 import { createDb, migrateLatest } from '../../shared/db/knex';
 import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
-import { startEmbedded } from '../../shared/dev/embedded';
+import { DEV_RELAYER_SEED, startEmbedded } from '../../shared/dev/embedded';
+import { relayerAddress } from '../../shared/chain/keys';
+import { startChainProcess, type ChainProcess } from './processes';
 
 export interface BenchServices {
   /** Every variable a web or worker process of this bench needs. */
@@ -16,6 +18,8 @@ export interface BenchServices {
   readonly dataDir: string;
   /** What the run ran against: PostgreSQL and Redis server versions. */
   readonly versions: Record<string, string>;
+  /** The chain's process, when started in one of its own (`chainProcess`). */
+  readonly chain?: ChainProcess;
   stop(): Promise<void>;
 }
 
@@ -24,6 +28,11 @@ export interface BenchServiceOptions {
   readonly blocks: 'instant' | number;
   /** Variables that differ from `npm run dev`'s for this bench (each named in its results). */
   readonly env?: Env;
+  /**
+   * The chopsticks chain in a process of its own instead of this one (where `npm run dev` and the tests keep it),
+   * so that its CPU is measured apart from the bench's clients and receiver.
+   */
+  readonly chainProcess?: boolean;
 }
 
 /**
@@ -58,6 +67,12 @@ export async function startBenchServices(name: string, options: BenchServiceOpti
       WEBHOOK_ALLOW_PRIVATE: 'true',
       ...options.env,
     };
+    let chain: ChainProcess | undefined;
+    if (options.chainProcess) {
+      chain = await startChainProcess(options.blocks, await relayerAddress(DEV_RELAYER_SEED));
+      stops.push(chain.stop);
+      Object.assign(base, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: DEV_RELAYER_SEED });
+    }
     const embedded = await startEmbedded(base, { dataDir, databaseName: dbName, blocks: options.blocks, webBaseUrl: 'http://127.0.0.1:0' });
     stops.push(embedded.stop);
     const env: Env = { ...base, ...embedded.env };
@@ -66,7 +81,7 @@ export async function startBenchServices(name: string, options: BenchServiceOpti
     const db = createDb(config.database);
     await migrateLatest(db).finally(() => db.destroy());
     const versions = await serverVersions(config);
-    return { env, config, dataDir, versions, stop };
+    return { env, config, dataDir, versions, ...(chain ? { chain } : {}), stop };
   } catch (err) {
     await stop();
     throw err;

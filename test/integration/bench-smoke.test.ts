@@ -56,6 +56,24 @@ describe('benchmarks (smoke)', function () {
     });
   }
 
+  it('pipeline: the chain node measured apart, and the confirm → webhook window per process with the blocks built in it', () => {
+    const result = JSON.parse(readFileSync(path.join(out, 'pipeline.json'), 'utf8'));
+    const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;
+    expect(value('cpu_ms_bench_chain_node_chopsticks_process_')).to.be.above(0);
+    expect(value('cpu_ms_bench_process_clients_receiver_chain_')).to.be.closeTo(
+      value('cpu_ms_bench_chain_node_chopsticks_process_') + value('cpu_ms_bench_clients_receiver_s3rver'),
+      0.05,
+    );
+    expect(value('window_cpu_s_chain_node_chopsticks_process')).to.be.above(0);
+    expect(value('window_capacity_cpu_s')).to.be.closeTo(result.machine.cpus * value('window_s'), 0.05);
+    expect(value('window_cpu_s_counted')).to.be.at.least(value('window_cpu_s_service'));
+    // every registration was carried by a block the chain built between the first confirm and the last webhook
+    const blocks = result.parameters.window_blocks[0] as { registrations: number; signed_before_ms: number[] }[];
+    expect(blocks.length).to.equal(value('window_blocks')).and.be.above(0);
+    expect(blocks.reduce((n, b) => n + b.registrations, 0)).to.equal(result.parameters.registrations);
+    expect(blocks.flatMap((b) => b.signed_before_ms)).to.have.length(value('extrinsics'));
+  });
+
   it("chain-limits: the runtime's calls per block, bound by the lesser of weight and length, and the day's ceiling from them", () => {
     const result = JSON.parse(readFileSync(path.join(out, 'chain-limits.json'), 'utf8'));
     const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;

@@ -24,6 +24,15 @@ export interface LocalChainOptions {
   /** A SQLite file keeping the chain's blocks, so a restart with `resume` continues from its last block. */
   readonly db?: string;
   readonly resume?: boolean;
+  /** Told of every block built, when its building began and ended (the pipeline bench's record of the chain's pace). */
+  readonly onBlock?: (block: BuiltBlock) => void;
+}
+
+export interface BuiltBlock {
+  readonly number: number;
+  /** Date.now() when the building began and when the block was built. */
+  readonly startedAt: number;
+  readonly builtAt: number;
 }
 
 const ENDOWMENT = '1000000000000000000'; // 10^18 planck: ample for any local run
@@ -47,7 +56,12 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   } as never);
 
   let building: Promise<unknown> = Promise.resolve();
-  const newBlock = () => (building = building.then(() => context.chain.newBlock()).catch(() => undefined)).then(() => undefined);
+  const build = async () => {
+    const startedAt = Date.now();
+    const block = await context.chain.newBlock();
+    options.onBlock?.({ number: block.number, startedAt, builtAt: Date.now() });
+  };
+  const newBlock = () => (building = building.then(build).catch(() => undefined)).then(() => undefined);
   const timer = typeof options.blocks === 'number' ? setInterval(() => void newBlock(), options.blocks) : undefined;
 
   let front = await frontDoor(context.addr, options.port ?? 0);

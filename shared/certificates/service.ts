@@ -1,5 +1,4 @@
-import { objectExists } from '../storage/s3';
-import { putObject } from '../storage/objects';
+import { objectExists, putObject } from '../storage/objects';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Storage } from '../storage/s3';

@@ -49,6 +49,11 @@ export async function headObject(storage: Storage, key: string): Promise<ObjectH
   return { size: Number(res.headers['content-length'] ?? 0), etag: String(res.headers.etag ?? '') };
 }
 
+/** Whether the bucket holds an object at `key` (a 404 is an answer; anything else is thrown). */
+export async function objectExists(storage: Storage, key: string): Promise<boolean> {
+  return (await headObject(storage, key)) !== undefined;
+}
+
 /** The object's bytes as a stream, only if its ETag is still `ifMatch` (412 otherwise). */
 export async function getObject(storage: Storage, key: string, ifMatch: string): Promise<Readable> {
   return send(storage, 'GET', key, { 'If-Match': ifMatch });

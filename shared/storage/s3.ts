@@ -1,5 +1,4 @@
 import { S3Client, HeadBucketCommand } from '@aws-sdk/client-s3';
-import { headObject } from './objects';
 import type { Config } from '../config';
 
 export interface Storage {
@@ -23,9 +22,4 @@ export function createStorage(s3: Config['s3']): Storage {
 
 export async function pingStorage(storage: Storage): Promise<void> {
   await storage.client.send(new HeadBucketCommand({ Bucket: storage.bucket }), { abortSignal: AbortSignal.timeout(3000) });
-}
-
-/** Whether the bucket holds an object at `key` (a 404 is an answer; anything else is thrown). */
-export async function objectExists(storage: Storage, key: string): Promise<boolean> {
-  return (await headObject(storage, key)) !== undefined;
 }

@@ -95,10 +95,10 @@ describe('operator CLI (docs/api.md#operator-cli)', function () {
         'the delivery to die',
       );
       const deadLetters = app.context.queues['webhooks-dead'];
-      expect(await eventually(() => deadLetters.getJob(deliveryId), 'the dead letter')).to.deep.include({
-        id: deliveryId,
-        data: { deliveryId },
-      });
+      const deadLetter = (await eventually(() => deadLetters.getJob(deliveryId), 'the dead letter'))!;
+      expect(deadLetter.id).to.equal(deliveryId);
+      // its data: the delivery and what support staff search by (README, "Finding a job"), parked or not yet
+      expect(deadLetter.data).to.deep.include({ deliveryId, event: 'work_registered', organizationId: org });
 
       const dead = await admin(['webhooks', 'dead'], env);
       expect(dead.code).to.equal(0);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
-import { objectExists } from '../../shared/storage/s3';
+import { objectExists } from '../../shared/storage/objects';
 import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';

@@ -45,29 +45,18 @@ export async function publishTransactionRows(app: UpdateDeps, rows: readonly Tra
   await publishing(app, rows.length, async () => rows.map(presentTransaction));
 }
 
-/**
- * Publishes through the node of the channel's slot, all of a call's messages in one go. On a Redis Cluster a plain
- * PUBLISH goes to any node and reaches the subscribers through the cluster bus from there, so two updates sent
- * one after the other through two nodes can arrive in either order, and a live client's feed, which drops a state
- * older than the last it sent (web/ws/feed.ts), would miss a step. A script keyed by the channel (which carries
- * the service's hash tag) runs on one node for every publisher: one node, one order. On one server it is a PUBLISH.
- */
-const PUBLISH_IN_ORDER = `for i = 1, #ARGV do redis.call('PUBLISH', KEYS[1], ARGV[i]) end
-return #ARGV`;
-
-type Publisher = Redis & { worksPublishInOrder(channel: string, ...messages: string[]): Promise<number> };
-
-function publisher(redis: Redis): Publisher {
-  if (!('worksPublishInOrder' in redis)) redis.defineCommand('worksPublishInOrder', { numberOfKeys: 1, lua: PUBLISH_IN_ORDER });
-  return redis as Publisher;
-}
-
 async function publishing(app: UpdateDeps, count: number, viewsOf: () => Promise<TransactionView[]>): Promise<void> {
   try {
     const views = await viewsOf();
     const channel = transactionUpdatesChannel(app.config.redis.prefix);
-    const messages = views.map((transaction) => JSON.stringify({ transaction } satisfies TransactionUpdateMessage));
-    await publisher(app.redis).worksPublishInOrder(channel, ...messages);
+    const message = (transaction: TransactionView) => JSON.stringify({ transaction } satisfies TransactionUpdateMessage);
+    // one update (a confirm, a job's step) needs no pipeline, whose making copies every script of the connection
+    if (views.length === 1) return void (await app.redis.publish(channel, message(views[0]!)));
+    const pipeline = app.redis.pipeline();
+    for (const transaction of views) pipeline.publish(channel, message(transaction));
+    const results = await pipeline.exec();
+    const failed = results?.find(([err]) => err)?.[0];
+    if (failed) throw failed;
   } catch (err) {
     app.log.warn({ err: { message: (err as Error).message }, transactions: count }, 'could not publish a transaction update');
   }

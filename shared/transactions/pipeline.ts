@@ -11,7 +11,7 @@ import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
-import { publishTransactionRows } from './updates';
+import { publishTransactionUpdates } from './updates';
 
 export interface PipelineDeps {
   readonly app: TransactionDeps;
@@ -114,10 +114,12 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
 
 /** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */
 async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
-  const moved = await updateTransaction(app.db, tx.id, { current_step: name, steps: enterStep(tx.steps, name) });
-  if (!moved) throw new Error(`transaction ${tx.id} does not exist`);
-  await publishTransactionRows(app, [moved]);
-  return moved;
+  const steps = enterStep(tx.steps, name);
+  await updateTransaction(app.db, tx.id, { current_step: name, steps });
+  // read again, not the row the update returned: a live client of a Redis Cluster can see two publishes sent in
+  // quick succession through two nodes swapped, and its feed drops the older (README, live tracking)
+  await publishTransactionUpdates(app, [tx.id]);
+  return { ...tx, steps, currentStep: name };
 }
 
 /**

@@ -19,13 +19,12 @@ export async function transactionIdForJob(db: Db, jobId: string): Promise<string
   return row?.id;
 }
 
-/** Changes columns (snake_case) of one transaction and `updated_at`; answers the row as left (no second read). */
-export async function updateTransaction(db: Db, id: string, changes: Record<string, unknown>): Promise<TransactionRow | undefined> {
+/** Changes columns (snake_case) of one transaction, and its `updated_at`. */
+export async function updateTransaction(db: Db, id: string, changes: Record<string, unknown>): Promise<void> {
   const values = { ...changes, updated_at: db.fn.now() };
   if ('steps' in values) values.steps = JSON.stringify(values.steps);
   if ('result' in values && values.result !== null) values.result = JSON.stringify(values.result);
-  const [row] = await db('transactions').where({ id }).update(values).returning('*');
-  return row ? toTransaction(row) : undefined;
+  await db('transactions').where({ id }).update(values);
 }
 
 /* What the pipeline and the relayer's submitter read and write of transactions. */

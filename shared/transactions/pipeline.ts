@@ -116,8 +116,8 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
 async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
   await updateTransaction(app.db, tx.id, { current_step: name, steps });
-  // read again, not the row the update returned: a live client of a Redis Cluster can see two publishes sent in
-  // quick succession through two nodes swapped, and its feed drops the older (README, live tracking)
+  // read again, not the row the update returned: two steps published in quick succession through two nodes of a
+  // Redis Cluster can reach a web swapped, and its feed drops the older (docs/performance.md, Left to do)
   await publishTransactionUpdates(app, [tx.id]);
   return { ...tx, steps, currentStep: name };
 }

@@ -132,7 +132,7 @@ benchMain(async (options) => {
       if (used.finalized !== count) throw new Error(`${count - used.finalized} registrations did not finalize`);
       const window = windowCpu(windowStart, windowEnd, [CHAIN_PART, BENCH_PART]);
       const carried = await carriedPerBlock(context, ids);
-      const built = windowBlocks(await chain.blocks(), windowStart.at, windowEnd.at, carried);
+      const built = windowBlocks(await chain.blocks(Math.max(...carried.keys())), windowStart.at, windowEnd.at, carried);
       sayWindow(window, built, carried);
       // the CPU counted is the registrations' until their last webhook, but the certificates worker's until it has
       // rendered the last of their certificates (enqueued at finalization, rendered while and after webhooks go out)

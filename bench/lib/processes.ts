@@ -73,8 +73,8 @@ export interface ChainBlock extends BuiltBlock {
 export interface ChainProcess {
   readonly wsUrl: string;
   readonly pid: number;
-  /** Every block built so far. */
-  blocks(): Promise<ChainBlock[]>;
+  /** Every block built so far, once the chain process has recorded block `through` (a block the service already saw). */
+  blocks(through?: number): Promise<ChainBlock[]>;
   stop(): Promise<void>;
 }
 
@@ -92,9 +92,9 @@ export async function startChainProcess(blocks: 'instant' | number, endow: strin
   return {
     wsUrl,
     pid: child.pid!,
-    async blocks() {
+    async blocks(through) {
       const answer = reply<{ blocks: ChainBlock[] }>(child, 'blocks', 'chain');
-      child.send({ type: 'blocks' });
+      child.send({ type: 'blocks', through });
       return (await answer).blocks;
     },
     async stop() {

@@ -4,7 +4,7 @@ import { appendLedgerEntry } from '../ledger/service';
 import { PG, pgCode } from '../db/knex';
 import { enqueueTransaction } from '../queue/jobs';
 import type { AnchorPayload } from '../transactions/anchor';
-import { createTransaction, type NewTransaction } from '../transactions/service';
+import { atsIdFor, createTransaction, type NewTransaction } from '../transactions/service';
 import { publishTransactionRows } from '../transactions/updates';
 import type { TransactionRow } from '../transactions/row';
 import type { PreparedQuote, UploadSession } from './types';
@@ -64,8 +64,10 @@ async function confirmInSpan(
     if (Date.parse(quote.expiresAt) <= Date.now()) throw preparedNotFound();
     if (!quote.isValid)
       throw new AppError('registration.quote_invalid', `This quote cannot be confirmed: ${quote.error?.message ?? 'invalid'}`);
+    const recorded = { ...transactionOf(quote), apiKeyId: principal.apiKeyId, traceparent: traceparentOf() };
+    const atsId = await atsIdFor(app.db, recorded);
     created = await app.db.transaction(async (trx) => {
-      const row = await createTransaction(trx, { ...transactionOf(quote), apiKeyId: principal.apiKeyId, traceparent: traceparentOf() });
+      const row = await createTransaction(trx, recorded, atsId);
       await appendLedgerEntry(trx, {
         organizationId: principal.organizationId,
         kind: 'debit',

@@ -223,9 +223,9 @@ export async function insertTransaction(trx: Knex.Transaction, row: NewTransacti
   return toTransaction(inserted);
 }
 
-/** The network's next registration id (`ats_counters`), taken inside the caller's transaction. */
-export async function allocateAtsId(trx: Knex.Transaction, network: Network): Promise<number> {
-  const [row] = await trx('ats_counters').where({ network }).increment('next_id', 1).returning('next_id');
+/** The network's next registration id (`ats_counters`). */
+export async function allocateAtsId(db: Db, network: Network): Promise<number> {
+  const [row] = await db('ats_counters').where({ network }).increment('next_id', 1).returning('next_id');
   return Number(row.next_id) - 1;
 }
 

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { startApp, call, expectError, type TestApp } from '../helpers/app';
+import { startApp, call, eventually, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
-import { initBody, upload, register } from '../helpers/registration';
+import { initBody, upload, register, quote } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 
 describe('registration guarantees', function () {
@@ -139,6 +139,38 @@ describe('registration guarantees', function () {
         );
       });
     }
+
+    it("of one organization, stalled on its debit, holds up no other organization's confirm", async () => {
+      const [slowOrg, otherOrg] = [await createOrg(app.context, 1000), await createOrg(app.context, 1000)];
+      const [slowKey, otherKey] = [await createKey(app.context, slowOrg), await createKey(app.context, otherOrg)];
+      const [slowJob, otherJob] = [await quote(app.url, slowKey.token), await quote(app.url, otherKey.token)];
+      const confirm = (token: string, jobId: string) => call(app.url, 'POST', '/v1/works/confirm', { token, body: { job_id: jobId } });
+      // another session holds the slow organization's balance, as a credit does until it commits: its debit waits for it
+      const holder = await app.context.db.transaction();
+      try {
+        await holder('organizations').where({ id: slowOrg }).forNoKeyUpdate().first();
+        const slow = confirm(slowKey.token, slowJob.jobId);
+        await eventually(async () => {
+          const waiting = await app.context
+            .db('pg_stat_activity')
+            .where({ datname: app.context.db.raw('current_database()'), wait_event_type: 'Lock' })
+            .whereLike('query', '%credit_ledger%');
+          return waiting.length ? true : undefined;
+        }, 'the slow confirm waiting on its organization');
+        // bounded only so that a failure shows as one, not as a hang: the other confirm needs no lock the slow one holds
+        const bound = new Promise<'neither'>((resolve) => setTimeout(() => resolve('neither'), 20_000).unref());
+        const first = await Promise.race([confirm(otherKey.token, otherJob.jobId).then(() => 'other'), slow.then(() => 'slow'), bound]);
+        expect(first).to.equal('other');
+        await holder.rollback();
+        expect((await slow).status).to.equal(202);
+      } finally {
+        if (!holder.isCompleted()) await holder.rollback();
+      }
+      const transactions = await app.context.db('transactions').whereIn('organization_id', [slowOrg, otherOrg]).select('ats_id');
+      expect(new Set(transactions.map((t) => t.ats_id)).size).to.equal(2);
+      expect(await balance(slowOrg)).to.equal(1000 - slowJob.prepare.body.total_price_credits);
+      expect(await balance(otherOrg)).to.equal(1000 - otherJob.prepare.body.total_price_credits);
+    });
   });
 
   describe('prepare of a large upload', () => {

@@ -57,9 +57,26 @@ export async function walletAddresses(db: Knex | Knex.Transaction, organizationI
   return Object.fromEntries(rows.map((r) => [r.network, r.address]));
 }
 
+/**
+ * Wallets found, by organization and network. A wallet row is written once, with its organization, and never
+ * changed or removed (nothing updates `wallets`; an organization's deletion is not an operation of the service),
+ * so a row once read stays true: a registration reads its wallet at prepare, at signing and at indexing, and
+ * each process asks PostgreSQL once. Only found rows are kept (a missing wallet is asked again), the seed as
+ * stored, sealed; at most `WALLETS_KEPT`, the oldest dropped first.
+ */
+const walletsFound = new Map<string, WalletRow>();
+const WALLETS_KEPT = 10_000;
+
 export async function findWallet(db: Knex | Knex.Transaction, organizationId: string, network: Network): Promise<WalletRow | undefined> {
+  const key = `${organizationId}:${network}`;
+  const kept = walletsFound.get(key);
+  if (kept) return kept;
   const r = await db('wallets').where({ organization_id: organizationId, network }).first();
-  return r ? { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted } : undefined;
+  if (!r) return undefined;
+  const wallet: WalletRow = { organizationId, network, address: r.address, publicKey: r.public_key, seedEncrypted: r.seed_encrypted };
+  if (walletsFound.size >= WALLETS_KEPT) walletsFound.delete(walletsFound.keys().next().value!);
+  walletsFound.set(key, wallet);
+  return wallet;
 }
 
 /** The organization's credit balance, kept by the ledger's trigger (0 for an unknown organization). */

@@ -7,6 +7,7 @@ import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
 import { stopTracing } from '../shared/telemetry/start';
 import { serveWorkerMetrics } from './metrics-server';
+import { backgroundNice, lowerPriority } from './priority';
 
 /** How long a worker gives the chain connection at start before it reports the node unreachable. */
 const NODE_GRACE_MS = 3000;
@@ -25,6 +26,8 @@ export async function startJobs(config: Config, log: Logger): Promise<RunningJob
     await context.close();
     throw err;
   });
+  const nice = backgroundNice(queues, config.workers.backgroundNice);
+  if (nice !== undefined) context.log.info({ nice, threads: lowerPriority(nice) }, 'background queues only: CPU priority lowered');
   const running = startWorkers(context, queues, PROCESSORS);
   // a node away at start is waited for (the connection retries); say so once the first connection has had
   // its chance (a node merely still connecting is not reported), and say when it is reached

@@ -57,6 +57,8 @@ export interface Config {
     readonly lockMs: number;
     /** How often each worker is checked for being wedged (jobs/watchdog.ts); keep it above BullMQ's 15 s fetch retry. */
     readonly watchdogMs: number;
+    /** The nice value a process running only background queues (QueueDefinition.background) takes; 0 keeps its own. */
+    readonly backgroundNice: number;
   };
   readonly sessions: { readonly ttlSeconds: number };
   readonly ttl: { readonly uploadSeconds: number; readonly quoteSeconds: number; readonly idempotencySeconds: number };
@@ -220,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: read.int('WORKER_CONCURRENCY', 8, 1, 1000),
       lockMs: read.int('WORKER_LOCK_MS', 30_000, 1000, 600_000),
       watchdogMs: read.int('WORKER_WATCHDOG_MS', 30_000, 1000, 600_000),
+      backgroundNice: read.int('WORKER_BACKGROUND_NICE', 10, 0, 19),
     },
     sessions: { ttlSeconds: read.int('SESSION_TTL_SECONDS', 3600, 1, 86400) },
     ttl: {

@@ -24,6 +24,12 @@ export interface QueueDefinition {
    * is not capped by WORKER_CONCURRENCY.
    */
   readonly waits?: boolean;
+  /**
+   * Nobody waits on its jobs: a worker process that runs only background queues lowers its CPU priority
+   * (`WORKER_BACKGROUND_NICE`, jobs/priority.ts), so that on a machine it shares it takes the cores the
+   * waited-on paths (confirm → webhook) leave idle instead of competing with them.
+   */
+  readonly background?: boolean;
 }
 
 const keep = { removeOnComplete: { age: 24 * 3600, count: 10_000 }, removeOnFail: { age: 30 * 24 * 3600 } };
@@ -79,6 +85,7 @@ export const QUEUE_DEFINITIONS: Readonly<Record<QueueName, QueueDefinition>> = {
     defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 5000 }, ...keep },
     concurrency: 2,
     maxStalledCount: 5,
+    background: true,
   },
 };
 

@@ -2,7 +2,8 @@ import type { Queues } from '../queue/jobs';
 import { enqueueCertificate } from '../queue/jobs';
 import { enqueueDeliveries, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
-import { publishTransactionUpdates, type UpdateDeps } from './updates';
+import { publishTransactionRows, publishTransactionUpdates, type UpdateDeps } from './updates';
+import type { TransactionRow } from './row';
 import type { EventMetrics, Settlement } from '../metrics/events';
 
 /**
@@ -14,11 +15,13 @@ export interface Effects {
   /** Webhook deliveries recorded, each with the trace of its transaction (its job joins it). */
   readonly deliveries: readonly NewDelivery[];
   readonly published: readonly string[];
+  /** Rows read or written in a terminal state, published as they are: nothing changes a transaction once it has ended. */
+  readonly publishedRows: readonly TransactionRow[];
   readonly certificates: readonly { readonly workId: string; readonly version: number }[];
   readonly settled: readonly Settlement[];
 }
 
-export const NO_EFFECTS: Effects = { deliveries: [], published: [], certificates: [], settled: [] };
+export const NO_EFFECTS: Effects = { deliveries: [], published: [], publishedRows: [], certificates: [], settled: [] };
 
 export function effects(part: Partial<Effects>): Effects {
   return { ...NO_EFFECTS, ...part };
@@ -28,6 +31,7 @@ export function mergeEffects(all: readonly Effects[]): Effects {
   return {
     deliveries: all.flatMap((e) => e.deliveries),
     published: all.flatMap((e) => e.published),
+    publishedRows: all.flatMap((e) => e.publishedRows),
     certificates: all.flatMap((e) => e.certificates),
     settled: all.flatMap((e) => e.settled),
   };
@@ -49,6 +53,7 @@ export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void
   for (const settlement of done.settled) deps.metrics.settled(settlement);
   await enqueueDeliveries(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
+  await publishTransactionRows(deps, done.publishedRows);
   for (const { workId, version } of done.certificates) {
     await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>
       deps.log.warn(

@@ -41,8 +41,8 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     const tx = await findTransaction(trx, transactionId, { forUpdate: true });
     if (!tx) return effects({});
     // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
-    if (tx.status === 'failed') return effects({ published: [tx.id] });
-    if (tx.status === 'finalized') return effects({ published: [tx.id], certificates: [{ workId: tx.workId!, version: tx.version! }] });
+    if (tx.status === 'failed') return effects({ publishedRows: [tx] });
+    if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });
     const inclusion = includedBlock(tx);
     const registering = tx.type === 'register';
     const workId = registering ? tx.anchor.jobId : tx.workId!;
@@ -50,7 +50,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
     await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
     const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
-    await markFinalized(trx, tx, result, finalizedAt);
+    const finalized = await markFinalized(trx, tx, result, finalizedAt);
     const delivery = await recordEvent(trx, deps.box, {
       transactionId: tx.id,
       organizationId: tx.organizationId,
@@ -79,13 +79,14 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     });
     return effects({
       deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
-      published: [tx.id],
+      publishedRows: [finalized],
       certificates: [{ workId, version }],
       settled: [settlement(tx, 'finalized', finalizedAt)],
     });
   });
   await afterCommit(deps, done);
-  return (await findTransaction(deps.db, transactionId))!;
+  // the row as finalization left it (terminal: nothing changes it after), not read again
+  return done.publishedRows[0] ?? (await findTransaction(deps.db, transactionId))!;
 }
 
 /** The block recorded when the batch was included, now final and canonical. */
@@ -143,19 +144,25 @@ async function markFinalized(
   tx: TransactionRow,
   result: ReturnType<typeof successResult>,
   finalizedAt: Date,
-): Promise<void> {
-  await updateTransaction(trx, tx.id, {
-    status: 'finalized',
-    current_step: 'completed',
-    steps: enterStep(tx.steps, 'completed', finalizedAt),
-    block_hash: result.block_hash,
-    block_number: result.block_number,
-    extrinsic_index: tx.extrinsicIndex,
-    work_id: result.work_id,
-    version: result.version,
-    result,
-    finalized_at: finalizedAt,
-  });
+): Promise<TransactionRow> {
+  const row = await updateTransaction(
+    trx,
+    tx.id,
+    {
+      status: 'finalized',
+      current_step: 'completed',
+      steps: enterStep(tx.steps, 'completed', finalizedAt),
+      block_hash: result.block_hash,
+      block_number: result.block_number,
+      extrinsic_index: tx.extrinsicIndex,
+      work_id: result.work_id,
+      version: result.version,
+      result,
+      finalized_at: finalizedAt,
+    },
+    true,
+  );
+  return row!;
 }
 
 /**

@@ -6,6 +6,7 @@ import { toTransaction, type NewTransactionRow, type StuckTransaction, type Tran
 export { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
 
 type Db = Knex | Knex.Transaction;
+type Columns = Record<string, unknown>;
 
 export async function findTransaction(db: Db, id: string, options: { forUpdate?: boolean } = {}): Promise<TransactionRow | undefined> {
   const query = db('transactions').where({ id }).first();
@@ -19,12 +20,14 @@ export async function transactionIdForJob(db: Db, jobId: string): Promise<string
   return row?.id;
 }
 
-/** Changes columns (snake_case) of one transaction, and its `updated_at`. */
-export async function updateTransaction(db: Db, id: string, changes: Record<string, unknown>): Promise<void> {
+/** Changes columns (snake_case) of one transaction, and its `updated_at`; with `returning`, the row as it now stands. */
+export async function updateTransaction(db: Db, id: string, changes: Columns, returning = false): Promise<TransactionRow | undefined> {
   const values = { ...changes, updated_at: db.fn.now() };
   if ('steps' in values) values.steps = JSON.stringify(values.steps);
   if ('result' in values && values.result !== null) values.result = JSON.stringify(values.result);
-  await db('transactions').where({ id }).update(values);
+  const update = db('transactions').where({ id }).update(values);
+  const [row] = await update.returning(returning ? '*' : 'id');
+  return returning && row ? toTransaction(row) : undefined;
 }
 
 /* What the pipeline and the relayer's submitter read and write of transactions. */
@@ -61,10 +64,7 @@ export async function lockUnbatched(
     .select('id', 'call_hex', 'steps', 'signings');
 }
 
-/**
- * The items of a batch just signed and stored: submitted, in the submission, each at its index with its own
- * steps, in one statement.
- */
+/** The items of a batch just signed and stored: submitted, in the submission, each at its index with its own steps, in one statement. */
 export async function markBatched(
   trx: Knex.Transaction,
   submission: { readonly id: string; readonly txHash: string },

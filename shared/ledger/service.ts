@@ -12,6 +12,11 @@ export interface LedgerEntryInput {
   readonly amount: number;
   /** What the entry pays for (a transaction id). At most one entry per (organization, kind, reference). */
   readonly reference?: string;
+  /**
+   * The reference was made in the same SQL transaction as this entry (a transaction id just inserted): no earlier
+   * entry can carry it, so it is not looked for first (the unique index still refuses a second one).
+   */
+  readonly newReference?: boolean;
   readonly reason?: string;
 }
 
@@ -26,7 +31,7 @@ export interface LedgerResult {
  * A repeated entry for the same reference is not applied again.
  */
 export async function appendLedgerEntry(trx: Knex | Knex.Transaction, entry: LedgerEntryInput): Promise<LedgerResult> {
-  if (entry.reference) {
+  if (entry.reference && !entry.newReference) {
     const existing = await trx('credit_ledger')
       .where({ organization_id: entry.organizationId, kind: entry.kind, reference: entry.reference })
       .first('id');

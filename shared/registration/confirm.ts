@@ -73,6 +73,7 @@ async function confirmInSpan(
         kind: 'debit',
         amount: -quote.price.total_price_credits,
         reference: row.id,
+        newReference: true,
         reason: kind,
       });
       return row;

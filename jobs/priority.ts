@@ -16,8 +16,9 @@ export function backgroundNice(queues: readonly QueueName[], nice: number): numb
 /**
  * Lowers this process's CPU priority to `nice`, every thread of it: on Linux a nice value is a thread's, and
  * setpriority on the process id reaches only the main thread, not the garbage collector's and libuv's threads
- * already running (threads started later inherit it). Elsewhere, the process's. Returns the threads lowered.
- * Raising a priority again needs privileges, so a process lowers it once, at start.
+ * already running (threads started later inherit it). Elsewhere, the process's. Returns how many threads are
+ * now at `nice` or lower (none is raised: that needs privileges).
+ * A process lowers it once, at start.
  */
 export function lowerPriority(nice: number): number {
   let threads: number[];

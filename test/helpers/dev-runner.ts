@@ -1,7 +1,11 @@
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import os from 'node:os';
 import type { Env } from '../../shared/config';
+import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
+import { freePort } from '../../shared/dev/embedded/net';
+import { testServices } from './services';
 
 const ROOT = path.resolve(__dirname, '../..');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -26,6 +30,29 @@ export interface DevRunner {
   printed(pattern: RegExp): Promise<RegExpExecArray>;
   /** Ctrl-C: SIGINT to its process group (npm and the runner alike), then its exit code once it has stopped. */
   stop(): Promise<number | null>;
+}
+
+/**
+ * The environment a test gives a dev runner: PostgreSQL and Redis as the harness found them, with a database and
+ * a key prefix named after `name` of the test's own, a free port and fast blocks, plus `extra`; `drop` removes
+ * the database.
+ */
+export async function devRunnerEnv(name: string, extra: Env = {}): Promise<{ env: Env; drop(): Promise<void> }> {
+  const outer = new URL(testServices().env.DATABASE_URL!);
+  outer.pathname = '';
+  const serverUrl = outer.toString().replace(/\/$/, '');
+  const database = `works_${name}_${Date.now().toString(36)}`;
+  const env: Env = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? os.tmpdir(),
+    DATABASE_URL: await createDatabaseIfMissing(serverUrl, database),
+    REDIS_URL: testServices().env.REDIS_URL!,
+    REDIS_PREFIX: `${name}_${Date.now()}`,
+    PORT: String(await freePort()),
+    DEV_BLOCK_TIME_MS: '300',
+    ...extra,
+  };
+  return { env, drop: () => dropDatabase(serverUrl, database).catch(() => undefined) };
 }
 
 /** Starts `npm run dev` as a child process; resolves once it says it is up. */

@@ -5,12 +5,9 @@ import { expect } from 'chai';
 import { call, eventually, testLogger } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { register } from '../helpers/registration';
-import { testServices } from '../helpers/services';
 import { loadConfig, parseEnvFile, type Env } from '../../shared/config';
 import { openResources } from '../../shared/resources';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
-import { freePort } from '../../shared/dev/embedded/net';
-import { startDev } from '../helpers/dev-runner';
+import { devRunnerEnv, startDev } from '../helpers/dev-runner';
 
 /**
  * `npm run dev` stopped with Ctrl-C and started again (issue 17): the embedded chain starts afresh while the
@@ -21,28 +18,14 @@ describe('npm run dev, stopped and started again', function () {
   this.timeout(300_000);
   let dataDir: string;
   let env: Env;
-  let serverUrl: string;
-  const database = `works_devrestart_${Date.now().toString(36)}`;
+  let drop: () => Promise<void>;
 
   before(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'works-dev-'));
-    const outer = new URL(testServices().env.DATABASE_URL!);
-    outer.pathname = '';
-    serverUrl = outer.toString().replace(/\/$/, '');
-    env = {
-      PATH: process.env.PATH!,
-      HOME: process.env.HOME ?? os.tmpdir(),
-      DATABASE_URL: await createDatabaseIfMissing(serverUrl, database),
-      REDIS_URL: testServices().env.REDIS_URL!,
-      REDIS_PREFIX: `devrestart_${Date.now()}`,
-      DEV_DATA_DIR: dataDir,
-      DEV_BLOCK_TIME_MS: '300',
-      PORT: String(await freePort()),
-      LOG_LEVEL: 'warn',
-    };
+    ({ env, drop } = await devRunnerEnv('devrestart', { DEV_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }));
   });
   after(async () => {
-    await dropDatabase(serverUrl, database).catch(() => undefined);
+    await drop?.();
     if (process.env.KEEP_DEV_LOG) process.stdout.write(`runner log: ${dataDir}/runner.log\n`);
     else await fs.rm(dataDir, { recursive: true, force: true });
   });

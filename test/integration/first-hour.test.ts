@@ -4,11 +4,8 @@ import { promises as fs } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { testServices } from '../helpers/services';
-import { runExample, startDev, type DevRunner } from '../helpers/dev-runner';
+import { devRunnerEnv, runExample, startDev, type DevRunner } from '../helpers/dev-runner';
 import { parseEnvFile, type Env } from '../../shared/config';
-import { createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
-import { freePort } from '../../shared/dev/embedded/net';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
@@ -28,8 +25,7 @@ describe("a fresh clone's first hour", function () {
   this.timeout(300_000);
   let clone: string;
   let env: Env;
-  let serverUrl: string;
-  const database = `works_firsthour_${Date.now().toString(36)}`;
+  let drop: () => Promise<void>;
 
   before(async () => {
     clone = await fs.mkdtemp(path.join(os.tmpdir(), 'works-clone-'));
@@ -40,21 +36,10 @@ describe("a fresh clone's first hour", function () {
     }
     // PostgreSQL and Redis as the harness found them (a database and a key prefix of this test's own); S3, the
     // chain and the identity provider are the runner's own, under the clone's .data/
-    const outer = new URL(testServices().env.DATABASE_URL!);
-    outer.pathname = '';
-    serverUrl = outer.toString().replace(/\/$/, '');
-    env = {
-      PATH: process.env.PATH!,
-      HOME: process.env.HOME ?? os.tmpdir(),
-      DATABASE_URL: await createDatabaseIfMissing(serverUrl, database),
-      REDIS_URL: testServices().env.REDIS_URL!,
-      REDIS_PREFIX: `firsthour_${Date.now()}`,
-      PORT: String(await freePort()),
-      DEV_BLOCK_TIME_MS: '300',
-    };
+    ({ env, drop } = await devRunnerEnv('firsthour'));
   });
   after(async () => {
-    await dropDatabase(serverUrl, database).catch(() => undefined);
+    await drop?.();
     if (process.env.KEEP_DEV_LOG) process.stdout.write(`clone and runner log: ${clone}\n`);
     else await fs.rm(clone, { recursive: true, force: true });
   });

@@ -98,8 +98,9 @@ export function registerFonts(doc: Doc): void {
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
 /**
- * Below U+0300 no character joins a neighbour into one cluster but CR before LF (UAX #29: the first Extend
- * character is U+0300, and every other one below it is Control or Other, which break on both sides).
+ * No two characters below U+0300 make one cluster together, except CR LF (UAX #29: none of them is Extend,
+ * SpacingMark, Prepend, ZWJ, a regional indicator or Hangul). Text with anything else, a combining mark or a
+ * joiner after a Latin letter say, goes to the segmenter.
  */
 const MAY_JOIN = /\r|[\u0300-\uffff]/;
 

@@ -105,8 +105,8 @@ const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 const MAY_JOIN = /\r|[\u0300-\uffff]/;
 
 /**
- * `text` as user-perceived characters: a letter with its combining marks is one. The segmenter is a tenth of a
- * certificate's rendering when asked for every word, and almost every word is Latin without a combining mark.
+ * `text` as user-perceived characters: a letter with its combining marks is one. Asked for every word, the
+ * segmenter took 7.5 % of a certificate's rendering, and almost every word is Latin without a combining mark.
  */
 export const clusters = (text: string): string[] =>
   MAY_JOIN.test(text) ? Array.from(segmenter.segment(text), (s) => s.segment) : text.split('');

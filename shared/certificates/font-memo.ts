@@ -1,37 +1,16 @@
-import type { Font, Glyph, GlyphRun } from 'fontkit';
+import type { Font, Glyph } from 'fontkit';
 
 /**
- * A parsed font shared by every document of the process, with two memos of work that is pure in the font and
- * otherwise repeated for every certificate:
- * - text shaping (fontkit's `layout`: glyph substitutions, kerning) per word: most of a certificate's words are
- *   the same fixed wording in every one, and PDFKit keeps its own memo per document only. PDFKit scales the
- *   positions of the run it gets in place, so each call gets its own copy of the remembered positions;
- * - a glyph's outline decoding, which fontkit's TrueType subsetter repeats for every glyph of every subset only
- *   to learn whether the glyph is composite (it copies the glyph's bytes as they are). Static fonts only: a
- *   variable font's decoding depends on its variation settings. A glyph keeps the characters it stands for,
- *   even when a subsetter was first to ask for it (see `glyphOf`).
+ * Work that is pure in a font and was otherwise repeated for every certificate, remembered for every document of
+ * the process:
+ * - a glyph's outline decoding (`withMemos`), which fontkit's TrueType subsetter repeats for every glyph of every
+ *   subset only to learn whether the glyph is composite (it copies the glyph's bytes as they are). Static fonts
+ *   only: a variable font's decoding depends on its variation settings. A glyph keeps the characters it stands
+ *   for, even when a subsetter was first to ask for it (see `glyphOf`);
+ * - text shaping (fontkit's `layout`: glyph substitutions, kerning) word by word, as PDFKit keeps it
+ *   (`sharedRuns`).
  */
-/** The longest word remembered (PDFKit shapes word by word). */
-const LONGEST = 32;
-
-export function withMemos(font: Font, limit = 2_000): Font {
-  const memo = new Map<string, GlyphRun>();
-  const layout = font.layout.bind(font);
-  const remembered = (text: string, features?: unknown, ...rest: unknown[]): GlyphRun => {
-    // hashes, addresses and links are long and new in every certificate: remembering them would only churn the memo
-    if (typeof text !== 'string' || text.length > LONGEST || rest.length) {
-      return (layout as (...args: unknown[]) => GlyphRun)(text, features, ...rest);
-    }
-    const key = `${JSON.stringify(features ?? null)}\u0000${text}`;
-    let run = memo.get(key);
-    if (!run) {
-      // partner text makes new words without end: the memo starts over rather than grow past its limit
-      if (memo.size >= limit) memo.clear();
-      run = layout(text, features as string[] | undefined);
-      memo.set(key, run);
-    }
-    return copyOf(run);
-  };
+export function withMemos(font: Font): Font {
   const getGlyph = font.getGlyph.bind(font);
   const glyphOf = (id: number, codePoints?: number[]): Glyph => {
     // fontkit keeps one glyph object per id, so its memo is made once
@@ -47,13 +26,33 @@ export function withMemos(font: Font, limit = 2_000): Font {
     }
     return glyph;
   };
-  if ('variationAxes' in font && Object.keys(font.variationAxes).length) return Object.assign(font, { layout: remembered });
-  return Object.assign(font, { layout: remembered, getGlyph: glyphOf });
+  if ('variationAxes' in font && Object.keys(font.variationAxes).length) return font;
+  return Object.assign(font, { getGlyph: glyphOf });
 }
 
-function copyOf(run: GlyphRun): GlyphRun {
-  const copy = Object.assign(Object.create(Object.getPrototypeOf(run) as object) as GlyphRun, run);
-  copy.glyphs = run.glyphs.slice();
-  copy.positions = run.positions.map((p) => Object.assign(Object.create(Object.getPrototypeOf(p) as object), p));
-  return copy;
+/** The longest word shared: hashes, addresses and links are longer, and new in every certificate. */
+const LONGEST = 32;
+/** How many longer words are kept, for the document that set them (it lays out each more than once). */
+const RECENT = 64;
+
+/**
+ * A memo of shaped words for PDFKit's font object of one document (its `layoutCache`), to be shared by every
+ * document set in the same parsed font. PDFKit shapes text word by word, scales each word's positions to its
+ * 1,000 units once when it adds the word, and only reads the run after; its own memo lasts one document, and most
+ * of a certificate's words are the same fixed wording in every one. Partner text brings new words without end:
+ * the memo starts over at `limit` words, and words longer than `LONGEST` are kept only among the last `RECENT`.
+ */
+export function sharedRuns(limit = 2_000): Record<string, unknown> {
+  const words = new Map<string, unknown>();
+  const recent = new Map<string, unknown>();
+  return new Proxy(Object.create(null) as Record<string, unknown>, {
+    get: (_, word) => (typeof word !== 'string' ? undefined : word.length > LONGEST ? recent.get(word) : words.get(word)),
+    set: (_, word, run) => {
+      if (typeof word !== 'string') return true;
+      const kept = word.length > LONGEST ? recent : words;
+      if (kept.size >= (kept === recent ? RECENT : limit)) kept.clear();
+      kept.set(word, run);
+      return true;
+    },
+  });
 }

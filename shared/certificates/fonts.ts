@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { create, type Font } from 'fontkit';
 import type PDFDocument from 'pdfkit';
 import { woffToSfnt } from './woff';
-import { withMemos } from './font-memo';
+import { sharedRuns, withMemos } from './font-memo';
 
 export type Doc = InstanceType<typeof PDFDocument>;
 
@@ -90,10 +90,27 @@ export function useFont(doc: Doc, name: FontName): Doc {
   return doc.font(font(name) as unknown as Buffer, name);
 }
 
-/** The fixed wording's fonts, by name (`doc.font('serif')`); partner text goes through `useFont`. */
+/**
+ * The fixed wording's fonts, by name (`doc.font('serif')`); partner text goes through `useFont`. Whichever way a
+ * font is chosen, its shaped words are those every document set in it shares (`sharedRuns`).
+ */
 export function registerFonts(doc: Doc): void {
   for (const name of [...FACES, 'mono']) doc.registerFont(name, font(name) as unknown as Buffer);
+  const select = doc.font.bind(doc);
+  doc.font = ((...args: Parameters<Doc['font']>) => {
+    select(...args);
+    const current = (doc as unknown as { _font?: { font?: Font; layoutCache?: Record<string, unknown> } })._font;
+    if (current?.font && current.layoutCache) {
+      let runs = shaped.get(current.font);
+      if (!runs) shaped.set(current.font, (runs = sharedRuns()));
+      current.layoutCache = runs;
+    }
+    return doc;
+  }) as Doc['font'];
 }
+
+/** Each parsed font's shaped words, shared by the documents set in it. */
+const shaped = new WeakMap<Font, Record<string, unknown>>();
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 

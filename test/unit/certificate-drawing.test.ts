@@ -3,6 +3,9 @@ import fc from 'fast-check';
 import QRCode from 'qrcode';
 import { clusters } from '../../shared/certificates/fonts';
 import { qrRuns } from '../../shared/certificates/ornaments';
+import { sharedRuns } from '../../shared/certificates/font-memo';
+import { renderCertificate } from '../../shared/certificates/render';
+import { EXAMPLE } from '../tools/certificate-example';
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 const bySegmenter = (text: string) => Array.from(segmenter.segment(text), (s) => s.segment);
@@ -67,5 +70,30 @@ describe('certificate drawing', () => {
       }),
       { numRuns: 50 },
     );
+  });
+
+  it('renders a certificate to the same bytes whatever the process rendered before it (shaped words are shared)', async () => {
+    const first = await renderCertificate(EXAMPLE);
+    // EXAMPLE's words in other faces and scripts, and more new words than the shared memo keeps, so it starts over
+    const words = (n: number, seed: number) => Array.from({ length: n }, (_, i) => `w${(seed * 97 + i).toString(36)}`).join(' ');
+    for (let i = 0; i < 45; i++) {
+      const title = i % 3 ? words(50, i) : `${EXAMPLE.filename} Engines Symphony Ελληνικά ${EXAMPLE.creators[0]!.full_name}`;
+      const creators = [{ full_name: `${EXAMPLE.title} ${words(5, i)}`, roles: { author: true } }, ...EXAMPLE.creators];
+      await renderCertificate({ ...EXAMPLE, title, filename: EXAMPLE.title, creators, commitment: EXAMPLE.mediaHash });
+    }
+    expect((await renderCertificate(EXAMPLE)).equals(first)).to.equal(true);
+  });
+
+  it('keeps every short word it is given up to its limit, then starts over, and only the last longer ones', () => {
+    const runs = sharedRuns(3);
+    for (const word of ['a', 'b', 'c']) runs[word] = { word };
+    expect([runs.a, runs.b, runs.c]).to.deep.equal([{ word: 'a' }, { word: 'b' }, { word: 'c' }]);
+    runs.d = { word: 'd' };
+    expect([runs.a, runs.c, runs.d]).to.deep.equal([undefined, undefined, { word: 'd' }]);
+    const long = (i: number) => `0x${i.toString(16).padStart(64, '0')}`;
+    for (let i = 0; i < 64; i++) runs[long(i)] = i;
+    expect([runs[long(0)], runs[long(63)], runs.d]).to.deep.equal([0, 63, { word: 'd' }]);
+    runs[long(64)] = 64;
+    expect([runs[long(0)], runs[long(64)], runs.d]).to.deep.equal([undefined, 64, { word: 'd' }]);
   });
 });

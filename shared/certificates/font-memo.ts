@@ -8,7 +8,7 @@ import type { Font, Glyph } from 'fontkit';
  *   only: a variable font's decoding depends on its variation settings. A glyph keeps the characters it stands
  *   for, even when a subsetter was first to ask for it (see `glyphOf`);
  * - text shaping (fontkit's `layout`: glyph substitutions, kerning) word by word, as PDFKit keeps it
- *   (`sharedRuns`).
+ *   (`SharedRuns`).
  */
 export function withMemos(font: Font): Font {
   const getGlyph = font.getGlyph.bind(font);
@@ -30,29 +30,41 @@ export function withMemos(font: Font): Font {
   return Object.assign(font, { getGlyph: glyphOf });
 }
 
-/** The longest word shared: hashes, addresses and links are longer, and new in every certificate. */
+/** The longest word kept from one document to the next: hashes, addresses and links are longer, and new in every certificate. */
 const LONGEST = 32;
-/** How many longer words are kept, for the document that set them (it lays out each more than once). */
-const RECENT = 64;
+/** How many documents' fonts a memo serves between two looks at its size. */
+const SWEEP_EVERY = 16;
 
 /**
- * A memo of shaped words for PDFKit's font object of one document (its `layoutCache`), to be shared by every
- * document set in the same parsed font. PDFKit shapes text word by word, scales each word's positions to its
- * 1,000 units once when it adds the word, and only reads the run after; its own memo lasts one document, and most
- * of a certificate's words are the same fixed wording in every one. Partner text brings new words without end:
- * the memo starts over at `limit` words, and words longer than `LONGEST` are kept only among the last `RECENT`.
+ * A memo of shaped words for PDFKit's font objects (their `layoutCache`), one per parsed font, shared by every
+ * document set in it. PDFKit shapes text word by word, scales each word's positions to its 1,000 units once when
+ * it adds the word to the memo, and only reads the run after; its own memo lasts one document, and most of a
+ * certificate's words are the same fixed wording in every one. The memo stays a plain object, as PDFKit made it
+ * (a Proxy counting its words cost 5 % of a certificate), so its size is looked at every `SWEEP_EVERY` documents
+ * instead: words longer than `LONGEST` are dropped, and past `limit` words it starts over (partner text brings new
+ * words without end).
  */
-export function sharedRuns(limit = 2_000): Record<string, unknown> {
-  const words = new Map<string, unknown>();
-  const recent = new Map<string, unknown>();
-  return new Proxy(Object.create(null) as Record<string, unknown>, {
-    get: (_, word) => (typeof word !== 'string' ? undefined : word.length > LONGEST ? recent.get(word) : words.get(word)),
-    set: (_, word, run) => {
-      if (typeof word !== 'string') return true;
-      const kept = word.length > LONGEST ? recent : words;
-      if (kept.size >= (kept === recent ? RECENT : limit)) kept.clear();
-      kept.set(word, run);
-      return true;
-    },
-  });
+export class SharedRuns {
+  private runs = Object.create(null) as Record<string, unknown>;
+  private lent = 0;
+
+  constructor(private readonly limit = 2_000) {}
+
+  /** The memo for one more document's font. */
+  lend(): Record<string, unknown> {
+    if (++this.lent % SWEEP_EVERY === 0) {
+      let words = 0;
+      for (const word in this.runs) {
+        if (word.length > LONGEST) delete this.runs[word];
+        else words++;
+      }
+      if (words > this.limit) this.runs = Object.create(null) as Record<string, unknown>;
+    }
+    return this.runs;
+  }
+
+  /** Whether `memo` is the one lent now. */
+  lends(memo: unknown): boolean {
+    return memo === this.runs;
+  }
 }

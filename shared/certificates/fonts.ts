@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { create, type Font } from 'fontkit';
 import type PDFDocument from 'pdfkit';
 import { woffToSfnt } from './woff';
-import { sharedRuns, withMemos } from './font-memo';
+import { SharedRuns, withMemos } from './font-memo';
 
 export type Doc = InstanceType<typeof PDFDocument>;
 
@@ -92,7 +92,7 @@ export function useFont(doc: Doc, name: FontName): Doc {
 
 /**
  * The fixed wording's fonts, by name (`doc.font('serif')`); partner text goes through `useFont`. Whichever way a
- * font is chosen, its shaped words are those every document set in it shares (`sharedRuns`).
+ * font is chosen, its shaped words are those every document set in it shares (`SharedRuns`).
  */
 export function registerFonts(doc: Doc): void {
   for (const name of [...FACES, 'mono']) doc.registerFont(name, font(name) as unknown as Buffer);
@@ -102,15 +102,15 @@ export function registerFonts(doc: Doc): void {
     const current = (doc as unknown as { _font?: { font?: Font; layoutCache?: Record<string, unknown> } })._font;
     if (current?.font && current.layoutCache) {
       let runs = shaped.get(current.font);
-      if (!runs) shaped.set(current.font, (runs = sharedRuns()));
-      current.layoutCache = runs;
+      if (!runs) shaped.set(current.font, (runs = new SharedRuns()));
+      if (!runs.lends(current.layoutCache)) current.layoutCache = runs.lend();
     }
     return doc;
   }) as Doc['font'];
 }
 
 /** Each parsed font's shaped words, shared by the documents set in it. */
-const shaped = new WeakMap<Font, Record<string, unknown>>();
+const shaped = new WeakMap<Font, SharedRuns>();
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 

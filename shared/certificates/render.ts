@@ -1,6 +1,7 @@
 import PDFDocument from 'pdfkit';
 import type { Creator } from '../works/types';
 import { registerFonts, type Doc } from './fonts';
+import { deflateStreams } from './streams';
 import { heightOf, showsExactly, typeset } from './typeset';
 import { COLORS, drawFrame, drawQr, drawRule, drawSeal } from './ornaments';
 import { LEFT, PAGE_HEIGHT, WIDTH, label, note, sectionTitle } from './page';
@@ -41,6 +42,8 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
     margin: 0,
     autoFirstPage: false,
     bufferPages: true,
+    // its streams are deflated at a lower level than PDFKit's (streams.ts)
+    compress: false,
     // no default font: PDFKit would load and parse Helvetica's metrics for every document, and none is drawn in it
     font: null as unknown as string,
     info: {
@@ -57,6 +60,7 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
     doc.on('error', reject);
   });
   registerFonts(doc);
+  deflateStreams(doc);
 
   newPage(doc);
   let y = header(doc, data);

@@ -1,9 +1,10 @@
+import { deflateSync, inflateSync } from 'node:zlib';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import QRCode from 'qrcode';
 import { clusters } from '../../shared/certificates/fonts';
 import { qrRuns } from '../../shared/certificates/ornaments';
-import { sharedRuns } from '../../shared/certificates/font-memo';
+import { SharedRuns } from '../../shared/certificates/font-memo';
 import { renderCertificate } from '../../shared/certificates/render';
 import { EXAMPLE } from '../tools/certificate-example';
 
@@ -84,16 +85,37 @@ describe('certificate drawing', () => {
     expect((await renderCertificate(EXAMPLE)).equals(first)).to.equal(true);
   });
 
-  it('keeps every short word it is given up to its limit, then starts over, and only the last longer ones', () => {
-    const runs = sharedRuns(3);
-    for (const word of ['a', 'b', 'c']) runs[word] = { word };
-    expect([runs.a, runs.b, runs.c]).to.deep.equal([{ word: 'a' }, { word: 'b' }, { word: 'c' }]);
-    runs.d = { word: 'd' };
-    expect([runs.a, runs.c, runs.d]).to.deep.equal([undefined, undefined, { word: 'd' }]);
-    const long = (i: number) => `0x${i.toString(16).padStart(64, '0')}`;
-    for (let i = 0; i < 64; i++) runs[long(i)] = i;
-    expect([runs[long(0)], runs[long(63)], runs.d]).to.deep.equal([0, 63, { word: 'd' }]);
-    runs[long(64)] = 64;
-    expect([runs[long(0)], runs[long(64)], runs.d]).to.deep.equal([undefined, 64, { word: 'd' }]);
+  it('lends one memo to every document, dropping longer words every 16th time and starting over past its limit', () => {
+    const shared = new SharedRuns(3);
+    const long = `0x${'ab'.repeat(32)}`;
+    // the first fifteen documents share one memo, longer words included
+    const memo = shared.lend();
+    Object.assign(memo, { a: 1, b: 2, [long]: 3 });
+    for (let i = 2; i < 16; i++) expect(shared.lend()).to.equal(memo);
+    expect(shared.lends(memo)).to.equal(true);
+    // the sixteenth drops the longer word and keeps the short ones (two, within the limit of three)
+    expect(shared.lend()).to.equal(memo);
+    expect({ ...memo }).to.deep.equal({ a: 1, b: 2 });
+    // past the limit, the next look starts a new memo
+    Object.assign(memo, { c: 3, d: 4 });
+    for (let i = 17; i < 32; i++) expect(shared.lend()).to.equal(memo);
+    const next = shared.lend();
+    expect(next).not.to.equal(memo);
+    expect({ ...next }).to.deep.equal({});
+    expect([shared.lends(next), shared.lends(memo)]).to.deep.equal([true, false]);
+  });
+
+  it("deflates every one of the document's streams, at level 3", async () => {
+    const pdf = (await renderCertificate(EXAMPLE)).toString('latin1');
+    const streams = [...pdf.matchAll(/<<([^]*?)>>\nstream\n([^]*?)\nendstream/g)].map(([, dict, data]) => ({
+      dict: dict!,
+      data: Buffer.from(data!, 'latin1'),
+    }));
+    // the page's content, and each font's subset and ToUnicode map
+    expect(streams.length).to.be.greaterThan(8);
+    for (const { dict, data } of streams) {
+      expect(dict).to.match(/\/Filter \/FlateDecode/);
+      expect(deflateSync(inflateSync(data), { level: 3 }).equals(data)).to.equal(true);
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { SecretBox } from '../crypto/secret-box';
-import { insertDelivery, insertEvent, webhookUrlOf, type Delivery } from './repo';
+import { insertEventAndDelivery, type Delivery } from './repo';
 import { webhookHost, type DeliveryLabels } from '../queue/labels';
 
 export type EventType = 'work_registered' | 'work_updated' | 'work_failed';
@@ -40,10 +40,8 @@ export function labelsOf(d: Pick<Delivery, 'organizationId' | 'transactionId' | 
 export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: NewEvent): Promise<RecordedDelivery | null> {
   const id = randomUUID();
   const sealedAccessCode = event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null;
-  await insertEvent(trx, { ...event, id, sealedAccessCode });
-  const url = await webhookUrlOf(trx, event.apiKeyId);
-  if (!url) return null;
   const deliveryId = randomUUID();
-  await insertDelivery(trx, { id: deliveryId, eventId: id, apiKeyId: event.apiKeyId, url });
+  const url = await insertEventAndDelivery(trx, { ...event, id, sealedAccessCode }, deliveryId);
+  if (!url) return null;
   return { id: deliveryId, labels: labelsOf({ ...event, event: event.type, url }) };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Resources } from '../../shared/resources';
 import { recordEvent } from '../../shared/webhooks/service';
 import { enqueueDelivery, type DeliveryLabels } from '../../shared/queue/jobs';
@@ -30,18 +31,7 @@ export async function recordDelivery(ctx: Resources, url: string): Promise<TestD
   const key = await createKey(ctx, organizationId, ['works:register'], url);
   const transactionId = randomUUID();
   const delivery = await ctx.db.transaction(async (trx) => {
-    await trx('transactions').insert({
-      id: transactionId,
-      organization_id: organizationId,
-      api_key_id: key.id,
-      network: 'testnet',
-      type: 'register',
-      status: 'failed',
-      current_step: 'failed',
-      steps: JSON.stringify([]),
-      anchor: JSON.stringify({}),
-      price_credits: 0,
-    });
+    await insertEndedTransaction(trx, { id: transactionId, organizationId, apiKeyId: key.id, status: 'failed' });
     return recordEvent(trx, ctx.box, {
       transactionId,
       organizationId,
@@ -81,4 +71,23 @@ export function deliveryReaches(ctx: Resources, deliveryId: string, status: 'pen
 
 export function attemptRows(ctx: Resources, deliveryId: string) {
   return ctx.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy('attempt');
+}
+
+/** A registration's transaction row that has ended (`failed` or `finalized`), without the rest of the pipeline. */
+export async function insertEndedTransaction(
+  trx: Knex.Transaction,
+  t: { id: string; organizationId: string; apiKeyId: string; status: 'failed' | 'finalized' },
+): Promise<void> {
+  await trx('transactions').insert({
+    id: t.id,
+    organization_id: t.organizationId,
+    api_key_id: t.apiKeyId,
+    network: 'testnet',
+    type: 'register',
+    status: t.status,
+    current_step: t.status === 'failed' ? 'failed' : 'completed',
+    steps: JSON.stringify([]),
+    anchor: JSON.stringify({}),
+    price_credits: 0,
+  });
 }

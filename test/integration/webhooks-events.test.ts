@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import type { TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { createKey, createOrg } from '../helpers/factories';
+import { insertEndedTransaction } from '../helpers/deliveries';
 import { accessCodeAad, recordEvent, type NewEvent } from '../../shared/webhooks/service';
 
 describe("an outcome's event and its delivery", function () {
@@ -27,18 +28,7 @@ describe("an outcome's event and its delivery", function () {
     };
     let statements = 0;
     const recorded = await app.context.db.transaction(async (trx) => {
-      await trx('transactions').insert({
-        id: transactionId,
-        organization_id: organizationId,
-        api_key_id: apiKeyId,
-        network: 'testnet',
-        type: 'register',
-        status: 'finalized',
-        current_step: 'completed',
-        steps: JSON.stringify([]),
-        anchor: JSON.stringify({}),
-        price_credits: 0,
-      });
+      await insertEndedTransaction(trx, { id: transactionId, organizationId, apiKeyId, status: 'finalized' });
       const count = () => statements++;
       app.context.db.on('query', count);
       try {

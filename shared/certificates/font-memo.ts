@@ -32,39 +32,45 @@ export function withMemos(font: Font): Font {
 
 /** The longest word kept from one document to the next: hashes, addresses and links are longer, and new in every certificate. */
 const LONGEST = 32;
-/** How many documents' fonts a memo serves between two looks at its size. */
-const SWEEP_EVERY = 16;
 
 /**
- * A memo of shaped words for PDFKit's font objects (their `layoutCache`), one per parsed font, shared by every
- * document set in it. PDFKit shapes text word by word, scales each word's positions to its 1,000 units once when
- * it adds the word to the memo, and only reads the run after; its own memo lasts one document, and most of a
- * certificate's words are the same fixed wording in every one. The memo stays a plain object, as PDFKit made it
- * (a Proxy counting its words cost 5 % of a certificate), so its size is looked at every `SWEEP_EVERY` documents
- * instead: words longer than `LONGEST` are dropped, and past `limit` words it starts over (partner text brings new
- * words without end).
+ * Shaped words of one parsed font, shared by every document set in it. PDFKit shapes text word by word (its
+ * font object's `layoutCached`), scales each word's positions to its 1,000 units once, and only reads the run
+ * after; its memo of them lasted one document, and most of a certificate's words are the same fixed wording in
+ * every one. A document now finds a word of at most `LONGEST` characters here, and a longer one in a memo of its
+ * own, freed with the document as PDFKit's was: the text a document measures includes every prefix of a long word
+ * it has to break, one glyph run each. Past `limit` words the shared ones start over (partner text brings new
+ * words without end). Maps, not objects: a document's reads and writes cost what PDFKit's own memo did.
  */
-export class SharedRuns {
-  private runs = Object.create(null) as Record<string, unknown>;
-  private lent = 0;
+export class SharedRuns<Run = unknown> {
+  private readonly words = new Map<string, Run>();
 
   constructor(private readonly limit = 2_000) {}
 
-  /** The memo for one more document's font. */
-  lend(): Record<string, unknown> {
-    if (++this.lent % SWEEP_EVERY === 0) {
-      let words = 0;
-      for (const word in this.runs) {
-        if (word.length > LONGEST) delete this.runs[word];
-        else words++;
-      }
-      if (words > this.limit) this.runs = Object.create(null) as Record<string, unknown>;
+  /** The run of `word`: shared, or kept in `own` (one document's) when longer; `shape` makes it when neither has it. */
+  runOf(word: string, own: Map<string, Run>, shape: (word: string) => Run): Run {
+    const kept = word.length > LONGEST ? own : this.words;
+    let run = kept.get(word);
+    if (run === undefined) {
+      run = shape(word);
+      if (kept === this.words && this.words.size >= this.limit) this.words.clear();
+      kept.set(word, run);
     }
-    return this.runs;
+    return run;
   }
 
-  /** Whether `memo` is the one lent now. */
-  lends(memo: unknown): boolean {
-    return memo === this.runs;
+  /** Whether `word` is shared now. */
+  has(word: string): boolean {
+    return this.words.has(word);
+  }
+
+  /** How many words are shared now. */
+  get size(): number {
+    return this.words.size;
+  }
+
+  /** The words shared now. */
+  shared(): string[] {
+    return [...this.words.keys()];
   }
 }

@@ -92,25 +92,45 @@ export function useFont(doc: Doc, name: FontName): Doc {
 
 /**
  * The fixed wording's fonts, by name (`doc.font('serif')`); partner text goes through `useFont`. Whichever way a
- * font is chosen, its shaped words are those every document set in it shares (`SharedRuns`).
+ * font is chosen, the document shapes its words through the ones every document set in it shares (`SharedRuns`).
  */
 export function registerFonts(doc: Doc): void {
   for (const name of [...FACES, 'mono']) doc.registerFont(name, font(name) as unknown as Buffer);
+  const served = new Set<EmbeddedFont>();
   const select = doc.font.bind(doc);
   doc.font = ((...args: Parameters<Doc['font']>) => {
     select(...args);
-    const current = (doc as unknown as { _font?: { font?: Font; layoutCache?: Record<string, unknown> } })._font;
-    if (current?.font && current.layoutCache) {
-      let runs = shaped.get(current.font);
-      if (!runs) shaped.set(current.font, (runs = new SharedRuns()));
-      if (!runs.lends(current.layoutCache)) current.layoutCache = runs.lend();
+    const current = (doc as unknown as { _font?: EmbeddedFont })._font;
+    if (current?.font && !served.has(current)) {
+      served.add(current);
+      const runs = shapedWords(current.font);
+      const own = new Map<string, unknown>();
+      const shape = current.layoutRun.bind(current);
+      current.layoutCached = (word) => runs.runOf(word, own, shape);
     }
     return doc;
   }) as Doc['font'];
 }
 
+/** What `registerFonts` uses of PDFKit's font object of one document. */
+interface EmbeddedFont {
+  readonly font?: Font;
+  layoutRun(word: string): unknown;
+  layoutCached(word: string): unknown;
+}
+
 /** Each parsed font's shaped words, shared by the documents set in it. */
 const shaped = new WeakMap<Font, SharedRuns>();
+
+/** The shaped words the documents set in `parsedFont` share (`fontNamed` gives a name's parsed font). */
+export function shapedWords(parsedFont: Font): SharedRuns {
+  let runs = shaped.get(parsedFont);
+  if (!runs) shaped.set(parsedFont, (runs = new SharedRuns()));
+  return runs;
+}
+
+/** The parsed font of a name (`serif`, `mono`…), as every document gets it. */
+export const fontNamed = (name: FontName): Font => font(name);
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 

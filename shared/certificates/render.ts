@@ -42,8 +42,6 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
     margin: 0,
     autoFirstPage: false,
     bufferPages: true,
-    // its streams are deflated at a lower level than PDFKit's (streams.ts)
-    compress: false,
     // no default font: PDFKit would load and parse Helvetica's metrics for every document, and none is drawn in it
     font: null as unknown as string,
     info: {
@@ -59,8 +57,9 @@ export function renderCertificate(data: CertificateData): Promise<Buffer> {
     doc.on('end', () => resolve(Buffer.concat(chunks)));
     doc.on('error', reject);
   });
-  registerFonts(doc);
+  // its streams deflated at a lower level than PDFKit's (streams.ts)
   deflateStreams(doc);
+  registerFonts(doc);
 
   newPage(doc);
   let y = header(doc, data);

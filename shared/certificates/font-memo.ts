@@ -30,7 +30,10 @@ export function withMemos(font: Font): Font {
   return Object.assign(font, { getGlyph: glyphOf });
 }
 
-/** The longest word kept from one document to the next: hashes, addresses and links are longer, and new in every certificate. */
+/**
+ * The longest word kept from one document to the next: hashes and links are longer and new in every certificate,
+ * as are the prefixes a document measures of a long word it breaks.
+ */
 const LONGEST = 32;
 
 /**
@@ -40,7 +43,8 @@ const LONGEST = 32;
  * every one. A document now finds a word of at most `LONGEST` characters here, and a longer one in a memo of its
  * own, freed with the document as PDFKit's was: the text a document measures includes every prefix of a long word
  * it has to break, one glyph run each. Past `limit` words the shared ones start over (partner text brings new
- * words without end). Maps, not objects: a document's reads and writes cost what PDFKit's own memo did.
+ * words without end). Maps: documents reading the shared words through their memo's prototype cost 8 to 15 % more
+ * of a certificate (docs/performance.md, section 10).
  */
 export class SharedRuns<Run = unknown> {
   private readonly words = new Map<string, Run>();

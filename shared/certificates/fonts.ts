@@ -101,7 +101,8 @@ export function registerFonts(doc: Doc): void {
   doc.font = ((...args: Parameters<Doc['font']>) => {
     select(...args);
     const current = (doc as unknown as { _font?: EmbeddedFont })._font;
-    if (current?.font && !served.has(current)) {
+    // a fontkit font's (PDFKit's standard fonts have no runs to share, and none is drawn here)
+    if (current?.font && typeof current.layoutRun === 'function' && !served.has(current)) {
       served.add(current);
       const runs = shapedWords(current.font);
       const own = new Map<string, unknown>();

@@ -26,17 +26,21 @@ describe("an outcome's event and its delivery", function () {
       traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       confirmedAt,
     };
-    let statements = 0;
-    const recorded = await app.context.db.transaction(async (trx) => {
-      await insertEndedTransaction(trx, { id: transactionId, organizationId, apiKeyId, status: 'finalized' });
-      const count = () => statements++;
-      app.context.db.on('query', count);
-      try {
-        return await recordEvent(trx, app.context.box, event);
-      } finally {
-        app.context.db.off('query', count);
-      }
-    });
+    // the statements of this SQL transaction only (knex tags each with its transaction's id), from recordEvent's start
+    const sent: { tx?: string; sql: string }[] = [];
+    const log = (q: { __knexTxId?: string; sql: string }) => sent.push({ tx: q.__knexTxId, sql: q.sql });
+    let from = 0;
+    app.context.db.on('query', log);
+    const recorded = await app.context.db
+      .transaction(async (trx) => {
+        await insertEndedTransaction(trx, { id: transactionId, organizationId, apiKeyId, status: 'finalized' });
+        from = sent.length;
+        return recordEvent(trx, app.context.box, event);
+      })
+      .finally(() => app.context.db.off('query', log));
+    const tx = sent.find((q) => q.sql.startsWith('insert into "transactions"'))!.tx;
+    expect(tx).to.be.a('string');
+    const statements = sent.slice(from).filter((q) => q.tx === tx && q.sql !== 'COMMIT;').length;
     const row = await app.context.db('events').where({ transaction_id: transactionId }).first();
     const deliveries = await app.context.db('webhook_deliveries').where({ event_id: row.id });
     return { event, recorded, row, deliveries, statements };

@@ -43,6 +43,12 @@ describe("an outcome's event and its delivery", function () {
     const statements = sent.slice(from).filter((q) => q.tx === tx && q.sql !== 'COMMIT;').length;
     const row = await app.context.db('events').where({ transaction_id: transactionId }).first();
     const deliveries = await app.context.db('webhook_deliveries').where({ event_id: row.id });
+    // read, then gone: a worker of a later test would otherwise find the delivery due in the shared database
+    await app.context.db.transaction(async (trx) => {
+      await trx('webhook_deliveries').where({ event_id: row.id }).delete();
+      await trx('events').where({ id: row.id }).delete();
+      await trx('transactions').where({ id: transactionId }).delete();
+    });
     return { event, recorded, row, deliveries, statements };
   }
 

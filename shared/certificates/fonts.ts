@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { create, type Font } from 'fontkit';
 import type PDFDocument from 'pdfkit';
 import { woffToSfnt } from './woff';
-import { SharedRuns, withMemos } from './font-memo';
+import { SharedRuns, SharedSubsets, withMemos, type GlyphList } from './font-memo';
 
 export type Doc = InstanceType<typeof PDFDocument>;
 
@@ -108,6 +108,12 @@ export function registerFonts(doc: Doc): void {
       const own = new Map<string, unknown>();
       const shape = current.layoutRun.bind(current);
       current.layoutCached = (word) => runs.runOf(word, own, shape);
+      const subset = current.subset;
+      const encode = subset.encode.bind(subset);
+      const files = subsetFiles(current.font);
+      subset.encode = () => files.fileOf(subset, encode);
+      // the hashes' digits first, in one order: the subset then depends on the owner and the link only
+      if (current.font === font('mono')) current.encode(HEX_DIGITS);
     }
     return doc;
   }) as Doc['font'];
@@ -118,7 +124,12 @@ interface EmbeddedFont {
   readonly font?: Font;
   layoutRun(word: string): unknown;
   layoutCached(word: string): unknown;
+  readonly subset: GlyphList & { encode(): Uint8Array };
+  encode(text: string): unknown;
 }
+
+/** What every hash on a certificate is written with (five random 32-byte hashes hold all sixteen digits). */
+const HEX_DIGITS = '0x0123456789abcdef';
 
 /** Each parsed font's shaped words, shared by the documents set in it. */
 const shaped = new WeakMap<Font, SharedRuns>();
@@ -128,6 +139,16 @@ export function shapedWords(parsedFont: Font): SharedRuns {
   let runs = shaped.get(parsedFont);
   if (!runs) shaped.set(parsedFont, (runs = new SharedRuns()));
   return runs;
+}
+
+/** Each parsed font's subsets' files, shared by the documents set in it. */
+const subsets = new WeakMap<Font, SharedSubsets>();
+
+/** The subsets' files the documents set in `parsedFont` share. */
+export function subsetFiles(parsedFont: Font): SharedSubsets {
+  let files = subsets.get(parsedFont);
+  if (!files) subsets.set(parsedFont, (files = new SharedSubsets()));
+  return files;
 }
 
 /** The parsed font of a name (`serif`, `mono`…), as every document gets it. */

@@ -9,6 +9,19 @@ import type { Doc } from './fonts';
  */
 const LEVEL = 3;
 
+/**
+ * Deflated bytes of a stream written in one chunk, by that chunk: a font subset's file is the same object in
+ * every document that has the same subset (font-memo.ts `SharedSubsets`), and is deflated once. Kept as long
+ * as the chunk is.
+ */
+const deflated = new WeakMap<Uint8Array, Buffer>();
+
+const deflateOnce = (chunk: Uint8Array): Buffer => {
+  let bytes = deflated.get(chunk);
+  if (!bytes) deflated.set(chunk, (bytes = deflateSync(chunk, { level: LEVEL })));
+  return bytes;
+};
+
 /** What `deflateStreams` touches of PDFKit's indirect objects. */
 interface Reference {
   compress: boolean;
@@ -37,7 +50,8 @@ export function deflateStreams(doc: Doc): void {
     const finalize = made.finalize.bind(made);
     made.finalize = () => {
       if (deflate && made.buffer.length) {
-        made.buffer = [deflateSync(Buffer.concat(made.buffer), { level: LEVEL })];
+        const [only] = made.buffer;
+        made.buffer = [made.buffer.length === 1 && only ? deflateOnce(only) : deflateSync(Buffer.concat(made.buffer), { level: LEVEL })];
         made.data.Filter = 'FlateDecode';
       }
       finalize();

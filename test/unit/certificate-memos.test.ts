@@ -1,9 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { expect } from 'chai';
 import { create, type Font } from 'fontkit';
 import PDFDocument from 'pdfkit';
-import { SharedRuns } from '../../shared/certificates/font-memo';
+import { SharedRuns, SharedSubsets, type GlyphList } from '../../shared/certificates/font-memo';
 import { fontNamed, shapedWords } from '../../shared/certificates/fonts';
 import { renderCertificate } from '../../shared/certificates/render';
 import { deflateStreams } from '../../shared/certificates/streams';
@@ -33,6 +34,32 @@ async function shapings(run: () => Promise<unknown>): Promise<number> {
   }
   return count;
 }
+
+/** Counts fontkit's encodings of a subset's font file (shared by every TrueType subset's prototype) while `run` runs. */
+async function encodings(run: () => Promise<unknown>): Promise<number> {
+  const prototype = Object.getPrototypeOf(fontNamed('mono').createSubset()) as { encode: () => Uint8Array };
+  const encode = prototype.encode;
+  let count = 0;
+  prototype.encode = function (this: unknown) {
+    count++;
+    return encode.call(this);
+  };
+  try {
+    await run();
+  } finally {
+    prototype.encode = encode;
+  }
+  return count;
+}
+
+/** A fresh subset of `font` holding the glyphs `text` is set in. */
+function subsetOf(font: Font, text: string): GlyphList & { encode(): Uint8Array } {
+  const subset = font.createSubset() as unknown as GlyphList & { encode(): Uint8Array };
+  for (const glyph of font.layout(text).glyphs) subset.includeGlyph(glyph.id);
+  return subset;
+}
+
+const randomHash = () => `0x${randomBytes(32).toString('hex')}`;
 
 const words = (n: number, seed: string) => Array.from({ length: n }, (_, i) => `${seed}${i.toString(36)}`).join(' ');
 
@@ -85,6 +112,50 @@ describe("certificates: what one document leaves the next (shaped words, streams
     // past the limit of three the shared words start over
     for (const word of ['b', 'c', 'd']) shared.runOf(word, one, shape);
     expect([shared.size, shared.has('a'), shared.has('d')]).to.deep.equal([1, false, true]);
+  });
+
+  it("embeds a font's subset that a document before it embedded without encoding it again, hashes' digits first", async () => {
+    await renderCertificate(EXAMPLE);
+    // another version of the work: its own hashes (every digit in another order), the same owner, link and wording
+    const next = {
+      ...EXAMPLE,
+      commitment: randomHash(),
+      mediaHash: randomHash(),
+      merkleRoot: randomHash(),
+      blockHash: randomHash(),
+      txHash: randomHash(),
+    };
+    expect(await encodings(() => renderCertificate(next))).to.equal(0);
+    // a new title is a new subset of the title's font, and only of it
+    expect(await encodings(() => renderCertificate({ ...next, title: `${EXAMPLE.title} Quiz` }))).to.equal(1);
+  });
+
+  it('gives a known subset the bytes fontkit encodes afresh, and the glyphs its encoding adds, keeping the lists used last', () => {
+    const serif = fontNamed('serif');
+    // Ǻ is a composite glyph in EB Garamond: encoding adds its parts to the subset
+    const text = 'Ǻngström';
+    const first = subsetOf(serif, text);
+    const before = first.glyphs.length;
+    const files = new SharedSubsets(2);
+    const file = files.fileOf(first, () => first.encode());
+    expect(first.glyphs.length).to.be.greaterThan(before);
+    let encoded = 0;
+    const second = subsetOf(serif, text);
+    expect(files.fileOf(second, () => (encoded++, second.encode()))).to.equal(file);
+    expect([encoded, second.glyphs]).to.deep.equal([0, first.glyphs]);
+    expect(Buffer.from(subsetOf(serif, text).encode()).equals(Buffer.from(file))).to.equal(true);
+    // two lists kept: the one asked last stays, the other is encoded again when asked after a third
+    const ask = (t: string) => {
+      const subset = subsetOf(serif, t);
+      files.fileOf(subset, () => (encoded++, subset.encode()));
+    };
+    ask('other');
+    ask(text);
+    ask('third');
+    ask(text);
+    expect([encoded, files.size]).to.deep.equal([2, 2]);
+    ask('other');
+    expect(encoded).to.equal(3);
   });
 
   it("deflates every one of a certificate's streams, at level 3", async () => {

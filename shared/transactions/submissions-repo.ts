@@ -140,8 +140,20 @@ export async function markSubmissionRetracted(db: Db, id: string): Promise<void>
     .update({ status: 'signed', block_hash: null, block_number: null, extrinsic_index: null, updated_at: db.fn.now() });
 }
 
+/**
+ * Submissions this process marked finalized, the last `FINALIZED_KEPT`: every item of a batch reaches finality
+ * on its own, and each after the first found nothing to change (a statement per registration). A final block
+ * is never retracted, so none of them moves again.
+ */
+const finalizedHere = new Set<string>();
+const FINALIZED_KEPT = 1_000;
+
 export async function markSubmissionFinalized(db: Db, id: string): Promise<void> {
-  await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'finalized', updated_at: db.fn.now() });
+  if (finalizedHere.has(id)) return;
+  const marked = await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'finalized', updated_at: db.fn.now() });
+  if (!marked) return;
+  if (finalizedHere.size >= FINALIZED_KEPT) finalizedHere.delete(finalizedHere.values().next().value!);
+  finalizedHere.add(id);
 }
 
 /** The block of the relayer's last batch seen finalized on the network. */

@@ -29,7 +29,7 @@ benchMain(async (options) => {
   const chain = await startLocalChain({ endow: [relayer.address], blocks: 'instant' });
   const api = await ApiPromise.create({ provider: new WsProvider(chain.wsUrl), noInitWarn: true });
   try {
-    const call = await remarkDialect.buildCall(
+    const callHex = await remarkDialect.buildCall(
       api,
       {
         action: 'register',
@@ -42,7 +42,7 @@ benchMain(async (options) => {
       },
       relayer.address,
     );
-    const callHex = call.method.toHex();
+    const call = { method: api.createType('Call', callHex) };
     const capacity = await chainCapacity(api, callHex, relayer.address);
     const perBatch = await fitBatch(api, relayer, Array<string>(CHAIN_BATCH_MAX).fill(callHex), CHAIN_BATCH_MAX);
     const weights = api.consts.system.blockWeights;

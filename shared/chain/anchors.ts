@@ -21,6 +21,9 @@ export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
 /** The commitment `quoteAhead` builds its call over: any 32 bytes do. */
 const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
 
+/** Lends the owner's wallet seed to `use`, and wipes it after (the caller finds and opens it). */
+export type WithOwnerSeed = <T>(use: (seed: Buffer) => Promise<T>) => Promise<T>;
+
 /**
  * Chain-facing operations, per network, over the relayer's key; every result is plain data. The work is
  * done in quote.ts (fees, dry runs), batch.ts (batch sizing), submit.ts (signing, sending), inclusion.ts
@@ -73,7 +76,7 @@ export class AnchorService {
   /** The encoded call of one anchor, in the dialect of the connected runtime, owner signature inside. */
   async buildCall(network: Network, request: AnchorRequest): Promise<string> {
     const api = await this.chains.api(network);
-    return (await chooseDialect(api).buildCall(api, request, this.relayerAddress(network))).method.toHex();
+    return chooseDialect(api).buildCall(api, request, this.relayerAddress(network));
   }
 
   /**
@@ -94,11 +97,22 @@ export class AnchorService {
    * bytes), and so is its weight; the remark dialect's chain reads nothing of the payload, and the ATS pallet
    * checks the commitment only inside the owner's signature, made here over the placeholder with the same seed
    * and nonce (it has no check on commitment values, such as a duplicate: pallet-ats `create_on_behalf` and
-   * `update_on_behalf`, read at 2a5240a and 3e62b7b). `test/integration/batching.test.ts` holds the verdicts
-   * of both calls equal.
+   * `update_on_behalf`, read at 2a5240a and 3e62b7b). The remark dialect's call needs no signature at all
+   * (`quoteCall`): the seed is asked of `ownerSeed` only by a dialect that signs. `test/integration/batching.test.ts`
+   * holds the verdicts of both calls equal.
    */
-  async quoteAhead(network: Network, request: Omit<AnchorRequest, 'commitment'>): Promise<AnchorQuote> {
-    return this.quote(network, { ...request, commitment: PLACEHOLDER_COMMITMENT });
+  async quoteAhead(
+    network: Network,
+    request: Omit<AnchorRequest, 'commitment' | 'ownerSeed'>,
+    ownerSeed: WithOwnerSeed,
+  ): Promise<AnchorQuote> {
+    const api = await this.chains.api(network);
+    const dialect = chooseDialect(api);
+    const placeholder = { ...request, commitment: PLACEHOLDER_COMMITMENT };
+    const callHex =
+      dialect.quoteCall?.(api, placeholder) ??
+      (await ownerSeed((seed) => dialect.buildCall(api, { ...placeholder, ownerSeed: seed }, this.relayerAddress(network))));
+    return quoteOf(api, await this.judgeCall(network, callHex));
   }
 
   /**

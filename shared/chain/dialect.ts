@@ -1,5 +1,4 @@
 import type { ApiPromise } from '@polkadot/api';
-import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import type { AnchorFields } from './remark-payload';
 
 /**
@@ -58,10 +57,16 @@ export interface VersionCheck {
 export interface RegistryDialect {
   readonly name: 'remark' | 'ats';
   /**
-   * The call the relayer puts in its batch for one request; the owner's signature is inside it (over a
-   * payload that may name the relayer account that will submit it).
+   * The call the relayer puts in its batch for one request, SCALE-encoded (hex); the owner's signature is inside
+   * it (over a payload that may name the relayer account that will submit it).
    */
-  buildCall(api: ApiPromise, request: AnchorRequest, relayer: string): Promise<SubmittableExtrinsic<'promise'>>;
+  buildCall(api: ApiPromise, request: AnchorRequest, relayer: string): Promise<string>;
+  /**
+   * A call of the same kind, length and weight as `buildCall`'s, for a quote, when the chain reads nothing the
+   * owner signs (remark): no seed is opened and nothing signed for it. Absent when the chain checks the owner's
+   * signature (ats): a quote then signs as the call will.
+   */
+  quoteCall?(api: ApiPromise, request: Omit<AnchorRequest, 'ownerSeed' | 'ownerNonce'>): string;
   /** What the chain assigned to the item, from the events it emitted. */
   readAssignment(events: readonly ItemEvent[]): ItemAssignment;
   /** Each indexed version checked against the chain data alone, in this dialect's terms. */

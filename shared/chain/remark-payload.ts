@@ -57,6 +57,14 @@ function header(fields: AnchorFields): Buffer {
   return out;
 }
 
+/**
+ * The payload with neither owner key nor signature (both zero): a quote's, the length and kind of the signed
+ * one (a chain reads nothing of a remark), never submitted.
+ */
+export function encodeUnsignedAnchor(fields: Omit<AnchorFields, 'ownerPublicKey'>): Buffer {
+  return Buffer.concat([header({ ...fields, ownerPublicKey: Buffer.alloc(32) }), Buffer.alloc(PAYLOAD_LENGTH - SIGNED_LENGTH)]);
+}
+
 /** Encodes and signs with the owner's seed; the seed is used for this call only. */
 export function encodeSignedAnchor(fields: Omit<AnchorFields, 'ownerPublicKey'>, ownerSeed: Buffer, genesisHash: Buffer): Buffer {
   return withSeedKeypair(ownerSeed, (ownerPublicKey, sign) => {

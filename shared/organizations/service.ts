@@ -24,6 +24,23 @@ export interface OrganizationDeps {
 /** The associated data that binds a wallet seed's ciphertext to its organization and network. */
 export const walletSeedAad = (organizationId: string, network: Network) => `wallet:${organizationId}:${network}`;
 
+/** Lends the organization's wallet seed on `network` to `use`: opened for it alone, and wiped after. */
+export async function withWalletSeed<T>(
+  deps: Pick<OrganizationDeps, 'db' | 'box'>,
+  organizationId: string,
+  network: Network,
+  use: (seed: Buffer) => Promise<T>,
+): Promise<T> {
+  const wallet = await repo.findWallet(deps.db, organizationId, network);
+  if (!wallet) throw new Error(`organization ${organizationId} has no ${network} wallet`);
+  const seed = deps.box.open(wallet.seedEncrypted, walletSeedAad(organizationId, network));
+  try {
+    return await use(seed);
+  } finally {
+    seed.fill(0);
+  }
+}
+
 /** Creates an organization with one wallet per network and an optional opening grant, atomically. */
 export async function createOrganization(deps: OrganizationDeps, input: { name: string; credits?: number }): Promise<OrganizationView> {
   const name = input.name.trim();

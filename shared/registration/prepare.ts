@@ -8,8 +8,7 @@ import type { Storage } from '../storage/s3';
 import type { SecretBox } from '../crypto/secret-box';
 import { AppError } from '../errors';
 import type { AnchorQuote, AnchorService } from '../chain/anchors';
-import { findWallet } from '../organizations/repo';
-import { walletSeedAad } from '../organizations/service';
+import { withWalletSeed } from '../organizations/service';
 import { balanceOf } from '../ledger/service';
 import { PROTOCOL_VERSION, computeCommitment, toHex } from './commitment';
 import { priceQuote } from './pricing';
@@ -100,24 +99,19 @@ async function buildQuote(app: PrepareDeps, anchors: AnchorService, store: JobSt
   };
 }
 
-/** The chain's fee and dry run of this job's anchor call, signed by the organization's wallet. */
-async function chainQuote(app: PrepareDeps, anchors: AnchorService, session: UploadSession): Promise<AnchorQuote> {
-  const organizationId = session.organizationId;
-  const wallet = await findWallet(app.db, organizationId, session.network);
-  if (!wallet) throw new Error(`organization ${organizationId} has no ${session.network} wallet`);
-  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(organizationId, session.network));
-  try {
-    return await anchors.quoteAhead(session.network, {
+/** The chain's fee and dry run of this job's anchor call, signed by the organization's wallet where the chain checks it. */
+function chainQuote(app: PrepareDeps, anchors: AnchorService, session: UploadSession): Promise<AnchorQuote> {
+  return anchors.quoteAhead(
+    session.network,
+    {
       action: session.kind === 'register' ? 'register' : 'update',
       network: session.network,
       protocolVersion: PROTOCOL_VERSION,
       atsId: BigInt(session.atsId ?? 0), // the payload has a fixed size: the fee does not depend on the id
       version: 1,
-      ownerSeed: seed,
-    });
-  } finally {
-    seed.fill(0);
-  }
+    },
+    (use) => withWalletSeed(app, session.organizationId, session.network, use),
+  );
 }
 
 /** The upload as its HEAD found it. */

@@ -1,7 +1,6 @@
 import type { TransactionDeps } from './outcomes';
 import type { AnchorService } from '../chain/anchors';
-import { findWallet } from '../organizations/repo';
-import { walletSeedAad } from '../organizations/service';
+import { withWalletSeed } from '../organizations/service';
 import { PROTOCOL_VERSION } from '../registration/commitment';
 import type { TransactionRow } from './repo';
 
@@ -12,21 +11,16 @@ export interface OwnerCallDeps {
 
 /** The transaction's call, owner signature inside (`ats`: over `ownerNonce`, else the chain's current one). */
 export async function buildOwnerCall({ app, anchors }: OwnerCallDeps, tx: TransactionRow, ownerNonce?: bigint): Promise<string> {
-  const wallet = await findWallet(app.db, tx.organizationId, tx.network);
-  if (!wallet) throw new Error(`organization ${tx.organizationId} has no ${tx.network} wallet`);
-  const seed = app.box.open(wallet.seedEncrypted, walletSeedAad(tx.organizationId, tx.network));
-  try {
-    return await anchors.buildCall(tx.network, {
+  return withWalletSeed(app, tx.organizationId, tx.network, (ownerSeed) =>
+    anchors.buildCall(tx.network, {
       action: tx.type === 'register' ? 'register' : 'update',
       network: tx.network,
       protocolVersion: PROTOCOL_VERSION,
       atsId: BigInt(tx.atsId ?? 0),
       version: tx.version ?? 1,
       commitment: Buffer.from(tx.anchor.commitment.slice(2), 'hex'),
-      ownerSeed: seed,
+      ownerSeed,
       ...(ownerNonce !== undefined ? { ownerNonce } : {}),
-    });
-  } finally {
-    seed.fill(0);
-  }
+    }),
+  );
 }

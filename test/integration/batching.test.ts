@@ -6,6 +6,9 @@ import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { quote, register, type Quoted } from '../helpers/registration';
 import { AnchorService } from '../../shared/chain/anchors';
+import { remarkCall, remarkDialect } from '../../shared/chain/dialects/remark';
+import { PAYLOAD_LENGTH } from '../../shared/chain/remark-payload';
+import { u8aToHex } from '@polkadot/util';
 import { fitBatch } from '../../shared/chain/batch';
 import { advanceTransaction, prepareCall } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
@@ -191,17 +194,30 @@ describe('batched submission through one relayer submitter', function () {
   it('quotes an anchor ahead of its commitment: the same fee and verdict as the call over the real one', async () => {
     const anchors = new AnchorService(app.context.chains);
     const network = stack.config.chains[0]!.network;
-    const request = { action: 'register' as const, network, protocolVersion: 1, atsId: 0n, version: 1, ownerSeed: randomBytes(32) };
+    const ownerSeed = randomBytes(32);
+    const request = { action: 'register' as const, network, protocolVersion: 1, atsId: 0n, version: 1 };
+    // the remark dialect's chain reads nothing the owner signs: a quote ahead never asks for the seed
+    const seedsLent: Buffer[] = [];
+    const lend = <T>(use: (seed: Buffer) => Promise<T>) => (seedsLent.push(ownerSeed), use(ownerSeed));
     const [ahead, real] = await Promise.all([
-      anchors.quoteAhead(network, request),
-      anchors.quote(network, { ...request, commitment: randomBytes(32) }),
+      anchors.quoteAhead(network, request, lend),
+      anchors.quote(network, { ...request, ownerSeed, commitment: randomBytes(32) }),
     ]);
     expect(real.dryRun).to.deep.equal({ ok: true });
     expect(ahead).to.deep.equal(real);
+    // the quote's call is the signed one's kind and length; either is what the API's builder makes of its remark
+    const remarkOf = (hex: string) => api.createType('Call', hex).args[0]!.toU8a(true);
+    const signed = await remarkDialect.buildCall(api, { ...request, ownerSeed, commitment: randomBytes(32) }, '');
+    const unsigned = remarkDialect.quoteCall!(api, { ...request, commitment: randomBytes(32) });
+    expect([unsigned.length, remarkOf(unsigned).length]).to.deep.equal([signed.length, PAYLOAD_LENGTH]);
+    // and remarks of every width of their length's compact
+    const remarks = [remarkOf(signed), remarkOf(unsigned), ...[0, 1, 63, 64, 16_383, 16_384].map((n) => new Uint8Array(n).fill(0x5a))];
+    for (const remark of remarks) expect(remarkCall(api, remark)).to.equal(api.tx.system.remarkWithEvent(u8aToHex(remark)).method.toHex());
     const update = { ...request, action: 'update' as const, atsId: 7n, version: 2 };
-    expect(await anchors.quoteAhead(network, update)).to.deep.equal(
-      await anchors.quote(network, { ...update, commitment: randomBytes(32) }),
+    expect(await anchors.quoteAhead(network, update, lend)).to.deep.equal(
+      await anchors.quote(network, { ...update, ownerSeed, commitment: randomBytes(32) }),
     );
+    expect(seedsLent).to.deep.equal([]);
   });
 
   it('judges quotes that wait for the chain together in one dry run, and a failing call alone with its own reason', async () => {

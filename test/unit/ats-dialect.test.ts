@@ -16,6 +16,8 @@ import {
 import type { AnchorRequest } from '../../shared/chain/dialect';
 import { chooseDialect } from '../../shared/chain/choose-dialect';
 import { remarkDialect } from '../../shared/chain/dialects/remark';
+import { AnchorService } from '../../shared/chain/anchors';
+import type { ChainConnections } from '../../shared/chain/connections';
 import { checkAtsVersion, versionIsValid } from '../../shared/chain/verify';
 
 // Alice's well-known dev key, as hex and as ss58 (prefix 42)
@@ -142,6 +144,9 @@ describe('ats dialect', () => {
       ownerSeed: seed,
     };
 
+    /** What the fake API's extrinsic builders return: a call reading back as `hex`. */
+    const encoded = (hex: string) => ({ method: { toHex: () => hex } });
+
     function fakeApi(nonce: number) {
       const calls: { method: string; args: unknown[]; nonceOwner?: Uint8Array }[] = [];
       const api = {
@@ -155,8 +160,8 @@ describe('ats dialect', () => {
         },
         tx: {
           ats: {
-            createOnBehalf: (...args: unknown[]) => (calls.push({ method: 'createOnBehalf', args }), 'create-call'),
-            updateOnBehalf: (...args: unknown[]) => (calls.push({ method: 'updateOnBehalf', args }), 'update-call'),
+            createOnBehalf: (...args: unknown[]) => (calls.push({ method: 'createOnBehalf', args }), encoded('create-call')),
+            updateOnBehalf: (...args: unknown[]) => (calls.push({ method: 'updateOnBehalf', args }), encoded('update-call')),
           },
         },
       };
@@ -166,7 +171,7 @@ describe('ats dialect', () => {
     it('reads the owner nonce from the pallet, signs the payload, and builds updateOnBehalf', async () => {
       const { api, calls } = fakeApi(4);
       const call = await buildAtsCall(api, request, ALICE_SS58);
-      expect(call).to.equal('update-call');
+      expect(call.method.toHex()).to.equal('update-call');
       const owner = Buffer.from(sr25519PairFromSeed(seed).publicKey);
       expect(Buffer.from(calls[0]!.nonceOwner!).equals(owner)).to.equal(true);
       const [who, atsId, commitment, protocolVersion, nonce, signature] = calls[1]!.args as [
@@ -200,6 +205,23 @@ describe('ats dialect', () => {
       // signed for another operator, the payload does not verify
       const other = encodeCreateOnBehalfPayload({ commitment, protocolVersion: 1, operator: new Uint8Array(32), nonce: 0n });
       expect(sr25519Verify(other, signature.Sr25519, sr25519PairFromSeed(seed).publicKey)).to.equal(false);
+    });
+
+    it('quotes a call ahead signed by the owner over the placeholder commitment, the seed lent for it alone', async () => {
+      const { api, calls } = fakeApi(3);
+      const chain = Object.assign(api, { registry: { chainDecimals: [12] }, consts: {} });
+      const chains = { networks: [{ network: 'testnet', relayerSeed: '//Alice' }], api: async () => chain };
+      const anchors = new AnchorService(chains as unknown as ChainConnections);
+      const judged: string[] = [];
+      Object.assign(anchors, { judgeCall: async (_: string, hex: string) => (judged.push(hex), { feePlanck: 5n, dryRun: { ok: true } }) });
+      const lent: Buffer[] = [];
+      const lend = <T>(use: (s: Buffer) => Promise<T>) => (lent.push(seed), use(seed));
+      const ahead = { action: 'register' as const, network: 'testnet' as const, protocolVersion: 1, atsId: 0n, version: 1 };
+      const quoted = await anchors.quoteAhead('testnet', ahead, lend);
+      expect([judged, quoted.feePlanck, quoted.dryRun, lent.length]).to.deep.equal([['create-call'], 5n, { ok: true }, 1]);
+      const [owner, commitment] = calls.at(-1)!.args as [Buffer, Buffer];
+      expect(commitment.equals(Buffer.alloc(32)) && owner.equals(sr25519PairFromSeed(seed).publicKey)).to.equal(true);
+      expect(atsDialect.quoteCall).to.equal(undefined);
     });
 
     it('chooseDialect picks ats when the runtime has ats.createOnBehalf, remark otherwise', () => {

@@ -283,7 +283,7 @@ function sameAccount(account: string, publicKeyHex: string): boolean {
 /** Allfeat's ATS pallet: the chain assigns `ats_id` and the version; see the layout at the top of this file. */
 export const atsDialect: RegistryDialect = {
   name: 'ats',
-  buildCall: (api, request, relayer) => buildAtsCall(api, request, relayer),
+  buildCall: async (api, request, relayer) => (await buildAtsCall(api, request, relayer)).method.toHex(),
   readAssignment: readAtsAssignment,
   verify: verifyAtsAnchors,
 };

@@ -1,6 +1,6 @@
 import type { Queues } from '../queue/jobs';
 import { enqueueCertificate } from '../queue/jobs';
-import { enqueueDeliveries, type NewDelivery } from '../webhooks/enqueue';
+import { enqueueCommitted, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
 import { publishTransactionRows, publishTransactionUpdates, type UpdateDeps } from './updates';
 import type { TransactionRow } from './row';
@@ -44,14 +44,14 @@ export interface EffectDeps extends UpdateDeps {
 }
 
 /**
- * Carries out committed effects (the deliveries of several outcomes to one URL share their first attempts' job:
- * webhooks/enqueue.ts). A delivery that cannot be enqueued throws (the reconciler would find it, but
+ * Carries out committed effects (the deliveries of several outcomes to one URL, committed together or while an
+ * enqueue was under way, share their first attempts' job: webhooks/enqueue.ts). A delivery that cannot be enqueued throws (the reconciler would find it, but
  * the caller's job is better retried now); a publish or a certificate only logs: the change is durable, a
  * lost frame costs a live client one update, and a missing certificate is rendered on first download.
  */
 export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void> {
   for (const settlement of done.settled) deps.metrics.settled(settlement);
-  await enqueueDeliveries(deps, done.deliveries);
+  await enqueueCommitted(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
   await publishTransactionRows(deps, done.publishedRows);
   for (const { workId, version } of done.certificates) {

@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { enqueueDelivery, enqueueFirstAttempts, type Queues } from '../queue/jobs';
 import { claimUnclaimed, unclaimedDestinations } from './repo';
 import { inTraceOf } from '../telemetry/tracing';
+import { Coalescer } from '../coalesce';
 import { webhookHost, type DeliveryLabels } from '../queue/labels';
 
 export interface EnqueueDeps {
@@ -21,6 +22,28 @@ export interface NewDelivery {
 
 /** Deliveries to one destination whose first attempts share a job, at most. */
 export const DELIVERY_BATCH = 16;
+
+/** Each process's enqueues under way, by its queues: what commits meanwhile goes in the next. */
+const underWay = new WeakMap<Queues, Coalescer<readonly NewDelivery[], undefined>>();
+
+/**
+ * `enqueueDeliveries` for the deliveries of one commit, with those of the commits that end while an enqueue of
+ * this process is under way (batch-while-busy, coalesce.ts). Each chain job finalizes its own transaction, so a
+ * block's outcomes, final together, are committed one by one: together, those to one URL share a
+ * `deliver-batch` job. A commit's deliveries while none is under way go at once, as before.
+ */
+export async function enqueueCommitted(deps: EnqueueDeps, deliveries: readonly NewDelivery[]): Promise<void> {
+  if (!deliveries.length) return;
+  let coalescer = underWay.get(deps.queues);
+  if (!coalescer) {
+    const run = async (commits: (readonly NewDelivery[])[]) => {
+      await enqueueDeliveries(deps, commits.flat());
+      return commits.map(() => undefined);
+    };
+    underWay.set(deps.queues, (coalescer = new Coalescer(run, { maxBatch: 64, maxInFlight: 1 })));
+  }
+  await coalescer.submit(deliveries);
+}
 
 /**
  * Enqueues newly recorded deliveries. One is its own job, as ever. When several come at once (a block's

@@ -4,7 +4,7 @@ import { eventually } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { attemptRows, deliveryReaches, recordDelivery, type TestDelivery } from '../helpers/deliveries';
-import { enqueueDeliveries } from '../../shared/webhooks/enqueue';
+import { enqueueCommitted, enqueueDeliveries } from '../../shared/webhooks/enqueue';
 
 /**
  * Deliveries enqueued together (a block's outcomes) to one URL share a `deliver-batch` job for their first
@@ -117,5 +117,21 @@ describe('webhook delivery: first attempts batched per destination', function ()
     expect(second).to.equal(first);
     expect(await currentJob(alone!), 'its own job, named after it').to.equal(null);
     expect((await app.context.queues.webhooks.getJob(alone!.deliveryId))!.data).to.deep.equal({ deliveryId: alone!.deliveryId });
+  });
+
+  it('enqueues the deliveries of commits that end while an enqueue is under way together: one job for those to one URL', async () => {
+    receiver.respond = () => ({ status: 200 });
+    // five outcomes committed one by one (as each chain job finalizes its own transaction), all at once
+    const made = await record(`${receiver.url}/committed`, 5);
+    await Promise.all(made.map((d) => enqueueCommitted(app.context, [{ id: d.deliveryId, traceparent: null }])));
+    for (const d of made) await deliveryReaches(app.context, d.deliveryId, 'delivered');
+    const jobs = await Promise.all(made.map(currentJob));
+    // the first found no enqueue under way and went at once, alone; the four committed meanwhile share one job
+    expect(jobs[0], 'its own job, named after it').to.equal(null);
+    expect(jobs[1]).to.match(/^batch-/);
+    expect(new Set(jobs.slice(1)).size).to.equal(1);
+    expect((await app.context.queues.webhooks.getJob(jobs[1]!))!.data).to.deep.include({
+      deliveryIds: made.slice(1).map((d) => d.deliveryId),
+    });
   });
 });

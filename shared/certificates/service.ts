@@ -24,10 +24,14 @@ export interface CertificateDeps {
 
 type Deps = CertificateDeps;
 
-/** The certificate's object key, rendering and storing it first when S3 does not have it. */
-export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
+/**
+ * The certificate's object key, rendering and storing it first when S3 does not have it; or, `unasked`, without
+ * asking S3 first: the first run of the job a version's finality enqueued almost never finds one (only a download
+ * in between renders it), and a rendering stored again states the same facts.
+ */
+export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord, unasked = false): Promise<string> {
   const key = certificateKey(work, version.version);
-  if (await objectExists(app.storage, key)) return key;
+  if (!unasked && (await objectExists(app.storage, key))) return key;
   const pdf = await renderCertificate({
     workId: work.id,
     atsId: work.atsId,
@@ -50,11 +54,11 @@ export async function ensureCertificate(app: Deps, work: WorkRecord, version: Wo
   return key;
 }
 
-/** The worker's entry: the version by ids; undefined when no such finalized version exists. */
-export async function renderCertificateOf(app: Deps, workId: string, version: number): Promise<string | undefined> {
+/** The worker's entry: the version by ids (`unasked`: see `ensureCertificate`); undefined when no such finalized version exists. */
+export async function renderCertificateOf(app: Deps, workId: string, version: number, unasked = false): Promise<string | undefined> {
   const work = await workById(app.db, workId);
   const found = work && (await findVersion(app.db, work.id, version));
-  return found ? ensureCertificate(app, work, found) : undefined;
+  return found ? ensureCertificate(app, work, found, unasked) : undefined;
 }
 
 /** The link finalization announced (webhook, transaction result); else one built from today's template. */

@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { DeleteObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { PDFParse } from 'pdf-parse';
 import { call, eventually, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, type TestKey } from '../helpers/factories';
 import { useStack } from '../helpers/workers';
 import { initBody, register } from '../helpers/registration';
-import { certificateKey } from '../../shared/certificates/service';
+import { certificateKey, renderCertificateOf } from '../../shared/certificates/service';
+import { putObject } from '../../shared/storage/objects';
 
 async function pdfText(bytes: Buffer): Promise<{ text: string; pages: number }> {
   const parser = new PDFParse({ data: new Uint8Array(bytes) });
@@ -192,6 +193,22 @@ describe('a registered work read back: details, downloads and certificates', fun
       }
       expect(flat).to.include(work.result.explorer_url);
     }
+  });
+
+  it("renders in the worker's first run without asking S3 first; a rerun keeps what S3 already has", async () => {
+    const objectKey = certificateKey({ organizationId: org, id: work.id }, 1);
+    await eventually(() => exists(objectKey), 'the certificates worker to store the PDF', 60_000);
+    const read = async () => {
+      const got = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
+      return Buffer.from(await got.Body!.transformToByteArray()).toString('latin1');
+    };
+    await putObject(app.context.storage, objectKey, Buffer.from('stored before'), 'application/pdf');
+    // a rerun (the job's attempts after its first) asks, and finds it
+    expect(await renderCertificateOf(app.context, work.id, 1)).to.equal(objectKey);
+    expect(await read()).to.equal('stored before');
+    // a first run renders and stores without asking
+    expect(await renderCertificateOf(app.context, work.id, 1, true)).to.equal(objectKey);
+    expect((await read()).slice(0, 5)).to.equal('%PDF-');
   });
 
   it('serves a second version: its own commitment, the audio it anchored, and a certificate rendered on demand', async () => {

@@ -141,19 +141,30 @@ export async function markSubmissionRetracted(db: Db, id: string): Promise<void>
 }
 
 /**
- * Submissions this process marked finalized, the last `FINALIZED_KEPT`: every item of a batch reaches finality
- * on its own, and each after the first found nothing to change (a statement per registration). A final block
- * is never retracted, so none of them moves again.
+ * Submissions this process marked finalized, or is marking, the last `FINALIZED_KEPT`: every item of a batch
+ * reaches finality on its own, at the same moment as the others, and each but the first found nothing to change
+ * (a statement per registration). Its items share the first one's statement. A final block is never retracted,
+ * so none of them moves again; one that was not marked (not in a block) is asked about again.
  */
-const finalizedHere = new Set<string>();
+const finalizing = new Map<string, Promise<boolean>>();
 const FINALIZED_KEPT = 1_000;
 
 export async function markSubmissionFinalized(db: Db, id: string): Promise<void> {
-  if (finalizedHere.has(id)) return;
-  const marked = await db('chain_submissions').where({ id, status: 'in_block' }).update({ status: 'finalized', updated_at: db.fn.now() });
-  if (!marked) return;
-  if (finalizedHere.size >= FINALIZED_KEPT) finalizedHere.delete(finalizedHere.values().next().value!);
-  finalizedHere.add(id);
+  let marked = finalizing.get(id);
+  if (!marked) {
+    marked = db('chain_submissions')
+      .where({ id, status: 'in_block' })
+      .update({ status: 'finalized', updated_at: db.fn.now() })
+      .then((count) => count > 0);
+    const settled = marked;
+    settled.then(
+      (done) => done || finalizing.delete(id),
+      () => finalizing.delete(id),
+    );
+    if (finalizing.size >= FINALIZED_KEPT) finalizing.delete(finalizing.keys().next().value!);
+    finalizing.set(id, settled);
+  }
+  await marked;
 }
 
 /** The block of the relayer's last batch seen finalized on the network. */

@@ -11,7 +11,7 @@ import { buildOwnerCall } from './owner-call';
 import { enterStep, type StepName } from './steps';
 import type { RelayerSubmitter } from './submitter';
 import { failpoint } from '../failpoints';
-import { publishTransactionUpdates } from './updates';
+import { publishTransactionRows } from './updates';
 
 export interface PipelineDeps {
   readonly app: TransactionDeps;
@@ -115,11 +115,10 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
 /** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */
 async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
   const steps = enterStep(tx.steps, name);
-  await updateTransaction(app.db, tx.id, { current_step: name, steps });
-  // read again, not the row the update returned: two steps published in quick succession through two nodes of a
-  // Redis Cluster can reach a web swapped, and its feed drops the older (docs/performance.md, Left to do)
-  await publishTransactionUpdates(app, [tx.id]);
-  return { ...tx, steps, currentStep: name };
+  const row = (await updateTransaction(app.db, tx.id, { current_step: name, steps }, true)) ?? { ...tx, steps, currentStep: name };
+  // as the update left it (a Redis Cluster keeps two steps in order: updates.ts `publisherOf`)
+  await publishTransactionRows(app, [row]);
+  return row;
 }
 
 /**

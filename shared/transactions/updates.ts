@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Cluster, type Redis as Server } from 'ioredis';
 import type { Redis } from '../redis/client';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
@@ -45,14 +46,28 @@ export async function publishTransactionRows(app: UpdateDeps, rows: readonly Tra
   await publishing(app, rows.length, async () => rows.map(presentTransaction));
 }
 
+/**
+ * The connection updates are published through. On a Redis Cluster a PUBLISH may go to any node, which sends it
+ * on to the others: two updates published in turn through two nodes could reach a subscriber swapped, and its
+ * feed would drop the older (web/ws/feed.ts). Every update goes through one node instead, the same in every
+ * process (the master first by address): a node sends messages on in the order it took them.
+ */
+export function publisherOf(redis: Redis): Redis | Server {
+  if (!(redis instanceof Cluster)) return redis;
+  const address = (node: Server) => `${node.options.host}:${node.options.port}`;
+  const masters = redis.nodes('master');
+  return masters.length ? masters.reduce((first, node) => (address(node) < address(first) ? node : first)) : redis;
+}
+
 async function publishing(app: UpdateDeps, count: number, viewsOf: () => Promise<TransactionView[]>): Promise<void> {
   try {
     const views = await viewsOf();
     const channel = transactionUpdatesChannel(app.config.redis.prefix);
     const message = (transaction: TransactionView) => JSON.stringify({ transaction } satisfies TransactionUpdateMessage);
+    const publisher = publisherOf(app.redis);
     // one update (a confirm, a job's step) needs no pipeline, whose making copies every script of the connection
-    if (views.length === 1) return void (await app.redis.publish(channel, message(views[0]!)));
-    const pipeline = app.redis.pipeline();
+    if (views.length === 1) return void (await publisher.publish(channel, message(views[0]!)));
+    const pipeline = publisher.pipeline();
     for (const transaction of views) pipeline.publish(channel, message(transaction));
     const results = await pipeline.exec();
     const failed = results?.find(([err]) => err)?.[0];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Cluster } from 'ioredis';
@@ -13,6 +14,9 @@ import { startTestWorkers, type TestWorkers } from '../helpers/workers';
 import { connect, connectSocketIo, STEPS, type Frame } from '../helpers/live';
 import { expectExactlyOnce } from '../helpers/exactly-once';
 import { startRedisClusterOrSkip, type LocalRedisCluster } from '../helpers/redis-cluster';
+import { insertEndedTransaction } from '../helpers/deliveries';
+import { publishTransactionRows, publishTransactionUpdates } from '../../shared/transactions/updates';
+import { findTransactions } from '../../shared/transactions/repo';
 
 /**
  * The service on a real Redis Cluster (three masters, a replica each, started from `redis-server`): every
@@ -140,6 +144,27 @@ describe('on a Redis Cluster', function () {
     ]);
     for (const [tag, nodes] of tags) expect([...nodes], `keys of {${tag}}`).to.have.length(1);
     expect(new Set([...tags.values()].map((n) => [...n][0])).size).to.be.greaterThan(1);
+  });
+
+  it('publishes every live update through one node, so that two in turn reach a subscriber in that order', async () => {
+    const org = await createOrg(app.context);
+    const key = await createKey(app.context, org);
+    const id = randomUUID();
+    await app.context.db.transaction((trx) =>
+      insertEndedTransaction(trx, { id, organizationId: org, apiKeyId: key.id, status: 'finalized' }),
+    );
+    const masters = admin.nodes('master');
+    const published = () =>
+      Promise.all(masters.map(async (node) => Number(/cmdstat_publish:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0)));
+    const before = await published();
+    for (let i = 0; i < 20; i++) await publishTransactionUpdates(app.context, [id]);
+    const [row] = await findTransactions(app.context.db, [id]);
+    await publishTransactionRows(app.context, [row!, row!, row!]);
+    const added = (await published()).map((calls, i) => calls - before[i]!);
+    // all of them through one master (the workers' own, had any published meanwhile, too), none through the others
+    expect(added.filter((n) => n > 0)).to.have.length(1);
+    expect(Math.max(...added)).to.be.at.least(23);
+    await app.context.db('transactions').where({ id }).del();
   });
 
   it('loses nothing confirmed when the master holding the chain queue and its replica die and come back empty', async () => {

@@ -156,13 +156,12 @@ export async function markSubmissionFinalized(db: Db, id: string): Promise<void>
       .where({ id, status: 'in_block' })
       .update({ status: 'finalized', updated_at: db.fn.now() })
       .then((count) => count > 0);
-    const settled = marked;
-    settled.then(
+    marked.then(
       (done) => done || finalizing.delete(id),
       () => finalizing.delete(id),
     );
     if (finalizing.size >= FINALIZED_KEPT) finalizing.delete(finalizing.keys().next().value!);
-    finalizing.set(id, settled);
+    finalizing.set(id, marked);
   }
   await marked;
 }

@@ -48,6 +48,47 @@ export interface AttemptDeps {
   readonly connections: DeliveryConnections;
   /** Resolves the webhook host at each attempt: the system resolver unless a test gives its own. */
   readonly resolve?: Resolver;
+  /** The webhook secrets of the job's run (a batch's deliveries share their key's); else the attempt's own. */
+  readonly secrets?: RunSecrets;
+}
+
+/**
+ * Webhook secrets opened for one job's run, each once: a batch's deliveries, all to one key's URL, share one
+ * AES-GCM open rather than one each. Kept by key and ciphertext together, so a secret sealed for another key
+ * never signs for this one (its associated data would not have opened it), and zeroed by `wipe` when the run
+ * ends; never kept from one run to the next.
+ */
+export class RunSecrets {
+  private readonly opened = new Map<string, Buffer>();
+
+  constructor(private readonly box: SecretBox) {}
+
+  sign(delivery: Delivery, body: string, timestamp: number): string {
+    const id = `${delivery.apiKeyId} ${delivery.sealedWebhookSecret}`;
+    let secret = this.opened.get(id);
+    if (!secret) this.opened.set(id, (secret = this.box.open(delivery.sealedWebhookSecret, webhookSecretAad(delivery.apiKeyId))));
+    return signWebhook(secret, body, timestamp);
+  }
+
+  wipe(): void {
+    for (const secret of this.opened.values()) secret.fill(0);
+    this.opened.clear();
+  }
+}
+
+/** Runs `use` with the run's secrets, or with secrets of its own that are wiped when it ends. */
+export async function withRunSecrets<T>(
+  box: SecretBox,
+  given: RunSecrets | undefined,
+  use: (secrets: RunSecrets) => Promise<T>,
+): Promise<T> {
+  if (given) return use(given);
+  const secrets = new RunSecrets(box);
+  try {
+    return await use(secrets);
+  } finally {
+    secrets.wipe();
+  }
 }
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -70,14 +111,20 @@ export function attemptDelivery(app: DeliveryDeps, delivery: Delivery, plan: Att
   };
   const options = parent === context.active() ? { attributes } : { attributes, parent, links: run ? [{ context: run }] : [] };
   return inSpan('webhook.attempt', options, async (span) => {
-    const decision = await attempt(app, delivery, plan, using);
+    const decision = await withRunSecrets(app.box, using.secrets, (secrets) => attempt(app, delivery, plan, using, secrets));
     span.setAttributes({ [ATTR.attempt]: decision.attempt, [ATTR.outcome]: decision.kind });
     if (decision.kind !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: decision.reason });
     return decision;
   });
 }
 
-async function attempt(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan, using: AttemptDeps): Promise<Decision> {
+async function attempt(
+  app: DeliveryDeps,
+  delivery: Delivery,
+  plan: AttemptPlan,
+  using: AttemptDeps,
+  secrets: RunSecrets,
+): Promise<Decision> {
   const { webhooks } = app.config;
   const started = Date.now();
   const vetted = await withDeadline(
@@ -96,7 +143,7 @@ async function attempt(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan,
       ? { kind: vetted.refusal instanceof RefusedDestination ? 'permanent' : 'retry', error: vetted.refusal.message }
       : await using.connections.withSlot(() => {
           queuedMs = Date.now() - queuedAt;
-          return post(vetted.destination, signedRequest(app, delivery), {
+          return post(vetted.destination, signedRequest(app, delivery, secrets), {
             // from the moment it may send: a wait for a free slot does not eat into the receiver's time
             deadline: Date.now() + webhooks.timeoutMs,
             timeoutMs: webhooks.timeoutMs,
@@ -117,14 +164,12 @@ async function attempt(app: DeliveryDeps, delivery: Delivery, plan: AttemptPlan,
   return { ...decision, attempt };
 }
 
-function signedRequest(app: DeliveryDeps, delivery: Delivery): { body: string; headers: Record<string, string> } {
+function signedRequest(app: DeliveryDeps, delivery: Delivery, secrets: RunSecrets): { body: string; headers: Record<string, string> } {
   const payload = { ...delivery.payload };
   if (delivery.sealedAccessCode) payload.access_code = app.box.open(delivery.sealedAccessCode, accessCodeAad(delivery.eventId)).toString();
   const body = JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
-  const secret = app.box.open(delivery.sealedWebhookSecret, webhookSecretAad(delivery.apiKeyId));
-  const signature = signWebhook(secret, body, timestamp);
-  secret.fill(0);
+  const signature = secrets.sign(delivery, body, timestamp);
   return {
     body,
     headers: {

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Storage } from '../storage/s3';
 import type { WorkRecord, WorkVersionRecord } from '../works/types';
-import { findVersion, workById } from '../works/repo';
+import { versionWithWork } from '../works/repo';
 import { announcedExplorerUrl } from '../transactions/repo';
 import { renderCertificate } from './render';
 import { explorerUrl as formatExplorerUrl } from '../chain/explorer';
@@ -29,7 +29,12 @@ type Deps = CertificateDeps;
  * asking S3 first: the first run of the job a version's finality enqueued almost never finds one (only a download
  * in between renders it), and a rendering stored again states the same facts.
  */
-export async function ensureCertificate(app: Deps, work: WorkRecord, version: WorkVersionRecord, unasked = false): Promise<string> {
+export async function ensureCertificate(
+  app: Deps,
+  work: CertifiedWork,
+  version: WorkVersionRecord,
+  { unasked = false, explorerUrl: announced }: { unasked?: boolean; explorerUrl?: string } = {},
+): Promise<string> {
   const key = certificateKey(work, version.version);
   if (!unasked && (await objectExists(app.storage, key))) return key;
   const pdf = await renderCertificate({
@@ -48,21 +53,32 @@ export async function ensureCertificate(app: Deps, work: WorkRecord, version: Wo
     blockHash: version.blockHash,
     txHash: version.txHash,
     finalizedAt: version.finalizedAt,
-    explorerUrl: await explorerUrl(app, work, version),
+    explorerUrl: announced ?? (await explorerUrl(app, work, version)),
   });
   await putObject(app.storage, key, pdf, 'application/pdf');
   return key;
 }
 
-/** The worker's entry: the version by ids (`unasked`: see `ensureCertificate`); undefined when no such finalized version exists. */
-export async function renderCertificateOf(app: Deps, workId: string, version: number, unasked = false): Promise<string | undefined> {
-  const work = await workById(app.db, workId);
-  const found = work && (await findVersion(app.db, work.id, version));
-  return found ? ensureCertificate(app, work, found, unasked) : undefined;
+/**
+ * The worker's entry: the version and its work by ids, in one read (`unasked`: see `ensureCertificate`;
+ * `explorerUrl`: the link finalization announced, which the job carries); undefined when no such finalized
+ * version exists.
+ */
+export async function renderCertificateOf(
+  app: Deps,
+  workId: string,
+  version: number,
+  options: { unasked?: boolean; explorerUrl?: string } = {},
+): Promise<string | undefined> {
+  const found = await versionWithWork(app.db, workId, version);
+  return found ? ensureCertificate(app, found.work, found.version, options) : undefined;
 }
 
+/** What a certificate states of its work, and where it is stored. */
+type CertifiedWork = Pick<WorkRecord, 'id' | 'organizationId' | 'network' | 'atsId' | 'owner'>;
+
 /** The link finalization announced (webhook, transaction result); else one built from today's template. */
-async function explorerUrl(app: Deps, work: WorkRecord, version: WorkVersionRecord): Promise<string> {
+async function explorerUrl(app: Deps, work: CertifiedWork, version: WorkVersionRecord): Promise<string> {
   const announced = await announcedExplorerUrl(app.db, version.transactionId);
   if (announced) return announced;
   return formatExplorerUrl(app.config.chains, work.network, { blockNumber: version.blockNumber, index: version.extrinsicIndex });

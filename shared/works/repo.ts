@@ -132,6 +132,21 @@ export async function findVersion(db: Knex, workId: string, version: number): Pr
   return row ? toVersion(row) : undefined;
 }
 
+/** A version with what the certificate needs of its work, in one read; undefined when there is no such version. */
+export async function versionWithWork(
+  db: Knex,
+  workId: string,
+  version: number,
+): Promise<{ work: Pick<WorkRecord, 'id' | 'organizationId' | 'network' | 'atsId' | 'owner'>; version: WorkVersionRecord } | undefined> {
+  const row = await db('work_versions as v')
+    .join('works as w', 'w.id', 'v.work_id')
+    .where({ 'v.work_id': workId, 'v.version': version })
+    .first('v.*', 'w.organization_id', 'w.network', 'w.ats_id', 'w.owner');
+  if (!row) return undefined;
+  const work = { id: row.work_id, organizationId: row.organization_id, network: row.network, atsId: Number(row.ats_id), owner: row.owner };
+  return { work, version: toVersion(row) };
+}
+
 export async function countVersions(db: Knex, workId: string): Promise<number> {
   const [row] = await db('work_versions').where({ work_id: workId }).count<{ count: string }[]>('* as count');
   return Number(row?.count ?? 0);

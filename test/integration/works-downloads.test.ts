@@ -207,8 +207,26 @@ describe('a registered work read back: details, downloads and certificates', fun
     expect(await renderCertificateOf(app.context, work.id, 1)).to.equal(objectKey);
     expect(await read()).to.equal('stored before');
     // a first run renders and stores without asking
-    expect(await renderCertificateOf(app.context, work.id, 1, true)).to.equal(objectKey);
+    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true })).to.equal(objectKey);
     expect((await read()).slice(0, 5)).to.equal('%PDF-');
+  });
+
+  it('the certificate job carries the link finalization announced, and a run states the link its job carries', async () => {
+    const job = await app.context.queues.certificates.getJob(`certificate-${work.id}-1`);
+    expect(job!.data).to.deep.equal({ workId: work.id, version: 1, explorerUrl: work.result.explorer_url });
+    const objectKey = certificateKey({ organizationId: org, id: work.id }, 1);
+    const carried = 'https://explorer.example/carried-by-the-job/1-2';
+    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true, explorerUrl: carried })).to.equal(objectKey);
+    const got = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
+    const { text } = await pdfText(Buffer.from(await got.Body!.transformToByteArray()));
+    expect(text.replace(/\s+/g, ' ')).to.include(carried);
+    // a job without one (enqueued before jobs carried it) reads the announced link
+    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true })).to.equal(objectKey);
+    const again = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
+    expect((await pdfText(Buffer.from(await again.Body!.transformToByteArray()))).text.replace(/\s+/g, ' ')).to.include(
+      work.result.explorer_url,
+    );
+    expect(await renderCertificateOf(app.context, randomUUID(), 1), 'no such version').to.equal(undefined);
   });
 
   it('serves a second version: its own commitment, the audio it anchored, and a certificate rendered on demand', async () => {

@@ -22,7 +22,8 @@ describe('RunSecrets: a job run opens each key webhook secret once, and wipes it
     return { apiKeyId, secret, sealed: box.seal(secret, webhookSecretAad(apiKeyId)) };
   };
   const deliveryOf = (k: { apiKeyId: string; sealed: string }) => ({ apiKeyId: k.apiKeyId, sealedWebhookSecret: k.sealed }) as Delivery;
-  const expected = (secret: Buffer, body: string, t: number) => `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+  const expected = (secret: Buffer, body: string, t: number) =>
+    `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
   beforeEach(() => box.opened.splice(0));
 
   it('signs each delivery with its own key secret, opening each key once in a run', () => {

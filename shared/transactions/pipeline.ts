@@ -80,9 +80,14 @@ async function untilInBlock(deps: PipelineDeps, from: TransactionRow): Promise<T
   while (tx.status === 'pending' || tx.status === 'submitted') {
     // built once, kept; built again only when a chain started afresh made it worthless (chain-identity.ts)
     if (!tx.callHex) {
-      tx = await step(app, tx, 'preparing_transaction');
-      tx = await allocateVersion(app, tx);
-      tx = await step(app, tx, 'signing');
+      if (tx.type === 'add_version' && tx.version === null) {
+        tx = await step(app, tx, 'preparing_transaction');
+        tx = await allocateVersion(app, tx);
+        tx = await step(app, tx, 'signing');
+      } else {
+        // nothing to allocate between the two steps (a registration, a version already numbered): one update
+        tx = await step(app, tx, 'preparing_transaction', 'signing');
+      }
       tx = await prepareCall(deps, tx);
       submitter.readied(tx.network);
     }
@@ -112,12 +117,20 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
   });
 }
 
-/** Records entering a step (each its own update to live subscribers); returns the row as it now stands. */
-async function step(app: TransactionDeps, tx: TransactionRow, name: StepName): Promise<TransactionRow> {
-  const steps = enterStep(tx.steps, name);
-  const row = (await updateTransaction(app.db, tx.id, { current_step: name, steps }, true)) ?? { ...tx, steps, currentStep: name };
-  // as the update left it (a Redis Cluster keeps two steps in order: updates.ts `publisherOf`)
-  await publishTransactionRows(app, [row]);
+/**
+ * Records entering these steps, in order, in one update; returns the row as it now stands. Each step is its own
+ * update to live subscribers: the last as the update left it, those before it as the row stood after them (a
+ * Redis Cluster keeps them in order: updates.ts `publisherOf`).
+ */
+async function step(app: TransactionDeps, tx: TransactionRow, ...names: [StepName, ...StepName[]]): Promise<TransactionRow> {
+  const stages: { currentStep: StepName; steps: TransactionRow['steps'] }[] = [];
+  for (const name of names) stages.push({ currentStep: name, steps: enterStep(stages.at(-1)?.steps ?? tx.steps, name) });
+  const last = stages.at(-1)!;
+  const row = (await updateTransaction(app.db, tx.id, { current_step: last.currentStep, steps: last.steps }, true)) ?? { ...tx, ...last };
+  await publishTransactionRows(
+    app,
+    stages.map((stage) => (stage === last ? row : { ...row, ...stage })),
+  );
   return row;
 }
 

@@ -173,8 +173,9 @@ export async function latestVersion(db: Knex, workId: string): Promise<WorkVersi
 /** A registration's finalized work row (its first version is inserted alongside). */
 export type NewWork = Omit<WorkRecord, 'latestVersion'> & { readonly accessCodeHash: Buffer | null };
 
-export async function insertWork(trx: Knex.Transaction, work: NewWork): Promise<void> {
-  await trx('works').insert({
+/** A registration's work and its first version, in one statement (the version's row refers to the work's). */
+export async function insertWork(trx: Knex.Transaction, work: NewWork, first: WorkVersionRecord): Promise<void> {
+  const row = {
     id: work.id,
     organization_id: work.organizationId,
     network: work.network,
@@ -189,7 +190,8 @@ export async function insertWork(trx: Knex.Transaction, work: NewWork): Promise<
     has_files: work.hasFiles,
     created_at: work.createdAt,
     latest_version_at: work.latestVersionAt,
-  });
+  };
+  await trx.with('work', trx('works').insert(row)).insert(versionRow(first)).into('work_versions');
 }
 
 /** The work's latest version number, its row locked until the caller's transaction ends (orders version writers). */
@@ -214,22 +216,24 @@ export async function advanceWork(
 }
 
 export async function insertVersion(trx: Knex.Transaction, v: WorkVersionRecord): Promise<void> {
-  await trx('work_versions').insert({
-    work_id: v.workId,
-    version: v.version,
-    transaction_id: v.transactionId,
-    commitment: v.commitment,
-    media_hash: v.mediaHash,
-    merkle_root: v.merkleRoot,
-    title: v.title,
-    filename: v.filename,
-    creators: JSON.stringify(v.creators),
-    audio_key: v.audioKey,
-    audio_size: v.audioSize,
-    tx_hash: v.txHash,
-    block_number: v.blockNumber,
-    block_hash: v.blockHash,
-    extrinsic_index: v.extrinsicIndex,
-    finalized_at: v.finalizedAt,
-  });
+  await trx('work_versions').insert(versionRow(v));
 }
+
+const versionRow = (v: WorkVersionRecord) => ({
+  work_id: v.workId,
+  version: v.version,
+  transaction_id: v.transactionId,
+  commitment: v.commitment,
+  media_hash: v.mediaHash,
+  merkle_root: v.merkleRoot,
+  title: v.title,
+  filename: v.filename,
+  creators: JSON.stringify(v.creators),
+  audio_key: v.audioKey,
+  audio_size: v.audioSize,
+  tx_hash: v.txHash,
+  block_number: v.blockNumber,
+  block_hash: v.blockHash,
+  extrinsic_index: v.extrinsicIndex,
+  finalized_at: v.finalizedAt,
+});

@@ -77,32 +77,32 @@ async function deliver(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'
  * retry gets a job of its own, delayed by its first wait, with the rest of the schedule.
  */
 async function deliverBatch(app: Resources, shared: AttemptDeps, job: JobOf<'webhooks'>, deliveryIds: readonly string[]) {
-  const final = app.config.webhooks.retrySchedule.length === 0;
   // the batch's deliveries go to one URL, almost always one key's: its webhook secret is opened once for them
-  const outcomes = await withRunSecrets(app.box, undefined, (secrets) => {
-    const using = { ...shared, secrets };
-    return Promise.all(
-      deliveryIds.map(async (deliveryId): Promise<[string, string]> => {
-        try {
-          const loaded = await loadFor(using, job, deliveryId);
-          if ('skipped' in loaded) return [deliveryId, `skipped: ${loaded.skipped}`];
-          const decision = await attemptDelivery(app, loaded.delivery, { retryIndex: 0, final }, using);
-          if (decision.kind === 'delivered') return [deliveryId, `delivered (attempt ${decision.attempt}, HTTP ${decision.statusCode})`];
-          if (decision.kind === 'dead')
-            return [deliveryId, `attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, loaded.delivery)}`];
-          return [
-            deliveryId,
-            `attempt ${decision.attempt} failed (${decision.reason}); ${await handOn(app, job, deliveryId, decision.delayMs, 1, labelsOf(loaded.delivery))}`,
-          ];
-        } catch (err) {
-          // no attempt was recorded (our side failed): the delivery's own job makes it after the first wait
-          const delayMs = (app.config.webhooks.retrySchedule[0] ?? 1) * 1000;
-          return [deliveryId, `not attempted (${(err as Error).message}); ${await handOn(app, job, deliveryId, delayMs, 0)}`];
-        }
-      }),
-    );
-  });
+  const outcomes = await withRunSecrets(app.box, undefined, (secrets) =>
+    Promise.all(deliveryIds.map((deliveryId) => firstAttempt(app, { ...shared, secrets }, job, deliveryId))),
+  );
   return Object.fromEntries(outcomes);
+}
+
+/** One delivery's first attempt in a batch job, and what follows it, told as the job's outcome for that delivery. */
+async function firstAttempt(app: Resources, using: AttemptDeps, job: JobOf<'webhooks'>, deliveryId: string): Promise<[string, string]> {
+  const final = app.config.webhooks.retrySchedule.length === 0;
+  try {
+    const loaded = await loadFor(using, job, deliveryId);
+    if ('skipped' in loaded) return [deliveryId, `skipped: ${loaded.skipped}`];
+    const decision = await attemptDelivery(app, loaded.delivery, { retryIndex: 0, final }, using);
+    if (decision.kind === 'delivered') return [deliveryId, `delivered (attempt ${decision.attempt}, HTTP ${decision.statusCode})`];
+    if (decision.kind === 'dead')
+      return [deliveryId, `attempt ${decision.attempt} failed (${decision.reason}); ${await deadLetter(app, loaded.delivery)}`];
+    return [
+      deliveryId,
+      `attempt ${decision.attempt} failed (${decision.reason}); ${await handOn(app, job, deliveryId, decision.delayMs, 1, labelsOf(loaded.delivery))}`,
+    ];
+  } catch (err) {
+    // no attempt was recorded (our side failed): the delivery's own job makes it after the first wait
+    const delayMs = (app.config.webhooks.retrySchedule[0] ?? 1) * 1000;
+    return [deliveryId, `not attempted (${(err as Error).message}); ${await handOn(app, job, deliveryId, delayMs, 0)}`];
+  }
 }
 
 /** The delivery's next attempts to a job of its own, made its current job first; the reconciler's if that fails. */

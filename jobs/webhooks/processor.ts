@@ -101,7 +101,8 @@ async function firstAttempt(app: Resources, using: AttemptDeps, job: JobOf<'webh
   } catch (err) {
     // no attempt was recorded (our side failed): the delivery's own job makes it after the first wait
     const delayMs = (app.config.webhooks.retrySchedule[0] ?? 1) * 1000;
-    return [deliveryId, `not attempted (${(err as Error).message}); ${await handOn(app, job, deliveryId, delayMs, 0)}`];
+    const reason = err instanceof Error ? err.message : String(err);
+    return [deliveryId, `not attempted (${reason}); ${await handOn(app, job, deliveryId, delayMs, 0)}`];
   }
 }
 

@@ -29,12 +29,7 @@ type Deps = CertificateDeps;
  * asking S3 first: the first run of the job a version's finality enqueued almost never finds one (only a download
  * in between renders it), and a rendering stored again states the same facts.
  */
-export async function ensureCertificate(
-  app: Deps,
-  work: CertifiedWork,
-  version: WorkVersionRecord,
-  { unasked = false, explorerUrl: announced }: { unasked?: boolean; explorerUrl?: string } = {},
-): Promise<string> {
+export async function ensureCertificate(app: Deps, work: CertifiedWork, version: WorkVersionRecord, unasked = false): Promise<string> {
   const key = certificateKey(work, version.version);
   if (!unasked && (await objectExists(app.storage, key))) return key;
   const pdf = await renderCertificate({
@@ -53,25 +48,20 @@ export async function ensureCertificate(
     blockHash: version.blockHash,
     txHash: version.txHash,
     finalizedAt: version.finalizedAt,
-    explorerUrl: announced ?? (await explorerUrl(app, work, version)),
+    explorerUrl: await explorerUrl(app, work, version),
   });
   await putObject(app.storage, key, pdf, 'application/pdf');
   return key;
 }
 
 /**
- * The worker's entry: the version and its work by ids, in one read (`unasked`: see `ensureCertificate`;
- * `explorerUrl`: the link finalization announced, which the job carries); undefined when no such finalized
- * version exists.
+ * The worker's entry: the version and its work by ids, in one read (`unasked`: see `ensureCertificate`);
+ * undefined when no such finalized version exists. Everything a certificate states comes from PostgreSQL,
+ * never from the job's data (which Bull Board can edit).
  */
-export async function renderCertificateOf(
-  app: Deps,
-  workId: string,
-  version: number,
-  options: { unasked?: boolean; explorerUrl?: string } = {},
-): Promise<string | undefined> {
+export async function renderCertificateOf(app: Deps, workId: string, version: number, unasked = false): Promise<string | undefined> {
   const found = await versionWithWork(app.db, workId, version);
-  return found ? ensureCertificate(app, found.work, found.version, options) : undefined;
+  return found ? ensureCertificate(app, found.work, found.version, unasked) : undefined;
 }
 
 /** What a certificate states of its work, and where it is stored. */

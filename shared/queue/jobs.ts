@@ -25,8 +25,7 @@ export interface JobData {
   readonly 'webhooks-dead': { readonly deliveryId: string; readonly parked?: boolean } & Partial<DeliveryLabels>;
   /** Housekeeping jobs are told apart by name. */
   readonly maintenance: Readonly<Record<string, unknown>>;
-  /** `explorerUrl`: the link the version's finalization announced, so the worker need not read it. */
-  readonly certificates: { readonly workId: string; readonly version: number; readonly explorerUrl?: string };
+  readonly certificates: { readonly workId: string; readonly version: number };
 }
 
 export type Queues = { readonly [N in QueueName]: Queue<JobData[N]> };
@@ -150,8 +149,8 @@ export async function enqueueDeadLetter(queues: Queues, deliveryId: string, labe
 }
 
 /** A finalized version's certificate (one job per version). */
-export async function enqueueCertificate(queues: Queues, certificate: JobData['certificates']): Promise<void> {
-  await queues.certificates.add('render', certificate, { jobId: `certificate-${certificate.workId}-${certificate.version}` });
+export async function enqueueCertificate(queues: Queues, workId: string, version: number): Promise<void> {
+  await queues.certificates.add('render', { workId, version }, { jobId: `certificate-${workId}-${version}` });
 }
 
 /** The repeatable housekeeping, one schedule per name however many workers call it. */

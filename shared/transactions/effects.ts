@@ -1,4 +1,4 @@
-import type { JobData, Queues } from '../queue/jobs';
+import type { Queues } from '../queue/jobs';
 import { enqueueCertificate } from '../queue/jobs';
 import { enqueueCommitted, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
@@ -17,7 +17,7 @@ export interface Effects {
   readonly published: readonly string[];
   /** Rows read or written in a terminal state, published as they are: nothing changes a transaction once it has ended. */
   readonly publishedRows: readonly TransactionRow[];
-  readonly certificates: readonly JobData['certificates'][];
+  readonly certificates: readonly { readonly workId: string; readonly version: number }[];
   readonly settled: readonly Settlement[];
 }
 
@@ -54,10 +54,10 @@ export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void
   await enqueueCommitted(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
   await publishTransactionRows(deps, done.publishedRows);
-  for (const certificate of done.certificates) {
-    await enqueueCertificate(deps.queues, certificate).catch((err: Error) =>
+  for (const { workId, version } of done.certificates) {
+    await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>
       deps.log.warn(
-        { err: { message: err.message }, work_id: certificate.workId, version: certificate.version },
+        { err: { message: err.message }, work_id: workId, version },
         'certificate not enqueued; it will be rendered on first download',
       ),
     );

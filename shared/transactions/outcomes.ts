@@ -42,8 +42,7 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     if (!tx) return effects({});
     // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
     if (tx.status === 'failed') return effects({ publishedRows: [tx] });
-    if (tx.status === 'finalized')
-      return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version!, explorerUrl: announcedLink(tx) }] });
+    if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });
     const inclusion = includedBlock(tx);
     const registering = tx.type === 'register';
     const workId = registering ? tx.anchor.jobId : tx.workId!;
@@ -81,19 +80,13 @@ export async function finalize(deps: OutcomeDeps, transactionId: string): Promis
     return effects({
       deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
       publishedRows: [finalized],
-      certificates: [{ workId, version, explorerUrl: result.explorer_url }],
+      certificates: [{ workId, version }],
       settled: [settlement(tx, 'finalized', finalizedAt)],
     });
   });
   await afterCommit(deps, done);
   // the row as finalization left it (terminal: nothing changes it after), not read again
   return done.publishedRows[0] ?? (await findTransaction(deps.db, transactionId))!;
-}
-
-/** The explorer link a finalized transaction's result announced, if it has one. */
-function announcedLink(tx: TransactionRow): string | undefined {
-  const link = tx.result?.explorer_url;
-  return typeof link === 'string' && link ? link : undefined;
 }
 
 /** The block recorded when the batch was included, now final and canonical. */

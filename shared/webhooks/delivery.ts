@@ -56,14 +56,17 @@ export interface AttemptDeps {
  * Webhook secrets opened for one job's run, each once: a batch's deliveries, all to one key's URL, share one
  * AES-GCM open rather than one each. Kept by key and ciphertext together, so a secret sealed for another key
  * never signs for this one (its associated data would not have opened it), and zeroed by `wipe` when the run
- * ends; never kept from one run to the next.
+ * ends; never kept from one run to the next: once wiped, it signs nothing more (a late attempt throws, rather than
+ * open a secret nobody would wipe).
  */
 export class RunSecrets {
   private readonly opened = new Map<string, Buffer>();
+  private wiped = false;
 
   constructor(private readonly box: SecretBox) {}
 
   sign(delivery: Delivery, body: string, timestamp: number): string {
+    if (this.wiped) throw new Error("the job run's webhook secrets were wiped: its attempts are over");
     const id = `${delivery.apiKeyId} ${delivery.sealedWebhookSecret}`;
     let secret = this.opened.get(id);
     if (!secret) this.opened.set(id, (secret = this.box.open(delivery.sealedWebhookSecret, webhookSecretAad(delivery.apiKeyId))));
@@ -71,6 +74,7 @@ export class RunSecrets {
   }
 
   wipe(): void {
+    this.wiped = true;
     for (const secret of this.opened.values()) secret.fill(0);
     this.opened.clear();
   }

@@ -207,26 +207,38 @@ describe('a registered work read back: details, downloads and certificates', fun
     expect(await renderCertificateOf(app.context, work.id, 1)).to.equal(objectKey);
     expect(await read()).to.equal('stored before');
     // a first run renders and stores without asking
-    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true })).to.equal(objectKey);
+    expect(await renderCertificateOf(app.context, work.id, 1, true)).to.equal(objectKey);
     expect((await read()).slice(0, 5)).to.equal('%PDF-');
   });
 
-  it('the certificate job carries the link finalization announced, and a run states the link its job carries', async () => {
+  it('a certificate states what PostgreSQL holds: its job carries ids only, and the link is the one finalization announced', async () => {
     const job = await app.context.queues.certificates.getJob(`certificate-${work.id}-1`);
-    expect(job!.data).to.deep.equal({ workId: work.id, version: 1, explorerUrl: work.result.explorer_url });
+    expect(job!.data, 'nothing a certificate states rides in the job (Bull Board can edit job data)').to.deep.equal({
+      workId: work.id,
+      version: 1,
+    });
     const objectKey = certificateKey({ organizationId: org, id: work.id }, 1);
-    const carried = 'https://explorer.example/carried-by-the-job/1-2';
-    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true, explorerUrl: carried })).to.equal(objectKey);
-    const got = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
-    const { text } = await pdfText(Buffer.from(await got.Body!.transformToByteArray()));
-    expect(text.replace(/\s+/g, ' ')).to.include(carried);
-    // a job without one (enqueued before jobs carried it) reads the announced link
-    expect(await renderCertificateOf(app.context, work.id, 1, { unasked: true })).to.equal(objectKey);
-    const again = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
-    expect((await pdfText(Buffer.from(await again.Body!.transformToByteArray()))).text.replace(/\s+/g, ' ')).to.include(
-      work.result.explorer_url,
-    );
-    expect(await renderCertificateOf(app.context, randomUUID(), 1), 'no such version').to.equal(undefined);
+    const stated = async () => {
+      const got = await app.context.storage.client.send(new GetObjectCommand({ Bucket: app.context.storage.bucket, Key: objectKey }));
+      return (await pdfText(Buffer.from(await got.Body!.transformToByteArray()))).text.replace(/\s+/g, ' ');
+    };
+    const transactionId = (await app.context.db('work_versions').where({ work_id: work.id, version: 1 }).first()).transaction_id;
+    const announced = 'https://explorer.example/announced-in-the-result/1-2';
+    const { result } = await app.context.db('transactions').where({ id: transactionId }).first('result');
+    await app.context
+      .db('transactions')
+      .where({ id: transactionId })
+      .update({ result: { ...result, explorer_url: announced } });
+    try {
+      expect(await renderCertificateOf(app.context, work.id, 1, true)).to.equal(objectKey);
+      expect(await stated()).to.include(announced);
+    } finally {
+      await app.context.db('transactions').where({ id: transactionId }).update({ result });
+    }
+    expect(await renderCertificateOf(app.context, work.id, 1, true)).to.equal(objectKey);
+    expect(await stated()).to.include(work.result.explorer_url);
+    expect(await renderCertificateOf(app.context, work.id, 9), 'no such version').to.equal(undefined);
+    expect(await renderCertificateOf(app.context, randomUUID(), 1), 'no such work').to.equal(undefined);
   });
 
   it('serves a second version: its own commitment, the audio it anchored, and a certificate rendered on demand', async () => {

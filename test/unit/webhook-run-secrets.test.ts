@@ -42,7 +42,7 @@ describe('RunSecrets: a job run opens each key webhook secret once, and wipes it
     expect(() => secrets.sign({ ...deliveryOf(a), apiKeyId: randomUUID() }, 'x', 1)).to.throw();
   });
 
-  it('zeroes what it opened when the run ends, and opens afresh in the next run', async () => {
+  it('zeroes what it opened when the run ends, signs nothing after, and opens afresh in the next run', async () => {
     const a = key();
     const first = await withRunSecrets(box, undefined, async (secrets) => {
       secrets.sign(deliveryOf(a), 'x', 1);
@@ -50,9 +50,22 @@ describe('RunSecrets: a job run opens each key webhook secret once, and wipes it
       return secrets;
     });
     expect(box.opened[0]!.every((byte) => byte === 0)).to.equal(true);
+    // a late attempt of a run that ended opens nothing that would outlive it
+    expect(() => first.sign(deliveryOf(a), 'late', 2)).to.throw(/wiped/);
+    expect(box.opened).to.have.length(1);
     await withRunSecrets(box, undefined, async (secrets) => secrets.sign(deliveryOf(a), 'x', 1));
     expect(box.opened).to.have.length(2);
-    // a run's given secrets are the caller's to wipe: used as they are
-    await withRunSecrets(box, first, async (secrets) => expect(secrets).to.equal(first));
+  });
+
+  it("uses a run's given secrets as they are, and leaves wiping them to their run", async () => {
+    const a = key();
+    const run = new RunSecrets(box);
+    await withRunSecrets(box, run, async (secrets) => {
+      expect(secrets).to.equal(run);
+      secrets.sign(deliveryOf(a), 'x', 1);
+    });
+    expect(box.opened[0]!.equals(a.secret), 'still open: the run has not ended').to.equal(true);
+    run.wipe();
+    expect(box.opened[0]!.every((byte) => byte === 0)).to.equal(true);
   });
 });

@@ -53,8 +53,17 @@ export interface RegistrationDeps {
   prepareEvents(): QueueEvents;
 }
 
-export const jobStore = (app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }) =>
-  new JobStore(app.redis, app.config.redis.prefix);
+/** One store per Redis connection and prefix, made on first use: a request makes none. */
+const stores = new WeakMap<Redis, Map<string, JobStore>>();
+
+export function jobStore(app: { readonly redis: Redis; readonly config: Pick<Config, 'redis'> }): JobStore {
+  const { prefix } = app.config.redis;
+  let byPrefix = stores.get(app.redis);
+  if (!byPrefix) stores.set(app.redis, (byPrefix = new Map()));
+  let store = byPrefix.get(prefix);
+  if (!store) byPrefix.set(prefix, (store = new JobStore(app.redis, prefix)));
+  return store;
+}
 
 /**
  * Init (docs/api.md#registration-init), offered to the key check: the upload session is reserved in the check's own round trip
@@ -69,33 +78,48 @@ export function admitRegistration(app: RegistrationDeps, input: InitInput): Admi
     ...creatorProblems(input.creators),
     ...refProblems(input.external_user_ref),
   ]);
-  const jobId = randomUUID();
-  const now = new Date();
-  const ttl = app.config.ttl.uploadSeconds;
-  const sessionOf = (organizationId: string, apiKeyId: string): UploadSession => ({
-    jobId,
-    kind: 'register',
-    organizationId,
-    apiKeyId,
-    network: input.network,
-    title: input.title.trim(),
-    filename: input.filename,
-    creators: input.creators,
-    externalUserRef: input.external_user_ref ?? null,
-    audioKey: audioKey(organizationId, jobId),
-    createdAt: now.toISOString(),
-    uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
-  });
-  const store = jobStore(app);
-  return {
-    commands: store.reserveCommands(sessionOf(ADMITTED.organizationId, ADMITTED.apiKeyId), ttl),
-    answer: async (principal, written) => {
-      const session = sessionOf(principal.organizationId, principal.apiKeyId);
-      if (!written) await store.reserve(session, ttl);
-      const url = await presign(app.storage, 'PUT', session.audioKey, ttl);
-      return { job_id: jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
-    },
-  };
+  return new RegistrationAdmission(app, input, randomUUID(), new Date());
+}
+
+/** A registration's init once valid: a class, not closures, since each closure an init made cost it µs under tsx. */
+class RegistrationAdmission implements Admission<UploadJob> {
+  readonly commands: Admission<UploadJob>['commands'];
+  private readonly ttl: number;
+
+  constructor(
+    private readonly app: RegistrationDeps,
+    private readonly input: InitInput,
+    private readonly jobId: string,
+    private readonly now: Date,
+  ) {
+    this.ttl = app.config.ttl.uploadSeconds;
+    this.commands = jobStore(app).reserveCommands(this.session(ADMITTED.organizationId, ADMITTED.apiKeyId), this.ttl);
+  }
+
+  async answer(principal: Principal, written: boolean): Promise<UploadJob> {
+    const session = this.session(principal.organizationId, principal.apiKeyId);
+    if (!written) await jobStore(this.app).reserve(session, this.ttl);
+    const url = await presign(this.app.storage, 'PUT', session.audioKey, this.ttl);
+    return { job_id: this.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
+  }
+
+  private session(organizationId: string, apiKeyId: string): UploadSession {
+    const { input, jobId, now } = this;
+    return {
+      jobId,
+      kind: 'register',
+      organizationId,
+      apiKeyId,
+      network: input.network,
+      title: input.title.trim(),
+      filename: input.filename,
+      creators: input.creators,
+      externalUserRef: input.external_user_ref ?? null,
+      audioKey: audioKey(organizationId, jobId),
+      createdAt: now.toISOString(),
+      uploadExpiresAt: new Date(now.getTime() + this.ttl * 1000).toISOString(),
+    };
+  }
 }
 
 /** Init with its session reserved apart from the key check. */

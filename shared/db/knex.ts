@@ -30,7 +30,7 @@ export interface PgConnection {
  * Lends one connection of the pool to `fn` and returns it after: for what lives in a session (an advisory lock,
  * a named prepared statement) rather than in a query.
  */
-export async function withConnection<T>(db: Db, fn: (connection: PgConnection) => Promise<T>): Promise<T> {
+export async function withConnection<T>(db: Db | Knex.Transaction, fn: (connection: PgConnection) => Promise<T>): Promise<T> {
   const pool = db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<void> };
   const connection = await pool.acquireConnection();
   try {
@@ -38,6 +38,40 @@ export async function withConnection<T>(db: Db, fn: (connection: PgConnection) =
   } finally {
     await pool.releaseConnection(connection);
   }
+}
+
+/**
+ * Runs a named prepared statement on a connection of knex's pool (or of the SQL transaction `db` is): PostgreSQL
+ * parses and plans it once per connection rather than at every call, and knex's query building is skipped. A
+ * statement's text must name its result columns (no `*`): a migration adding a column would otherwise invalidate
+ * its cached plan on every open connection ("cached plan must not change result type").
+ */
+export async function prepared(db: Db | Knex.Transaction, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
+  return withConnection(db, (connection) => {
+    // told to knex's `query` listeners as its own statements are (with the SQL transaction's id, when in one)
+    const { __knexUid, __knexTxId } = connection as PgConnection & { __knexUid?: string; __knexTxId?: string };
+    db.client.emit('query', { __knexUid, __knexTxId, method: 'raw', sql: text, bindings: values, name });
+    return connection.query({ name, text, values });
+  });
+}
+
+/** Per table, set of columns and what is returned: one prepared statement's name and text, made on first use. */
+const updates = new Map<string, { name: string; text: string }>();
+
+/**
+ * `UPDATE table SET column = $2, … , updated_at = now() WHERE id = $1 RETURNING returning`, to run with `prepared`:
+ * named per table and set of columns (a name short of PostgreSQL's 63 bytes however many columns are set).
+ */
+export function preparedUpdate(table: string, columns: readonly string[], returning: string): { name: string; text: string } {
+  const key = `${table}|${columns.join(',')}|${returning}`;
+  let statement = updates.get(key);
+  if (!statement) {
+    for (const name of [table, ...columns]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a table or column name: ${name}`);
+    const set = [...columns.map((column, i) => `"${column}" = $${i + 2}`), 'updated_at = now()'].join(', ');
+    statement = { name: `${table}_update_${updates.size}`, text: `UPDATE "${table}" SET ${set} WHERE id = $1 RETURNING ${returning}` };
+    updates.set(key, statement);
+  }
+  return statement;
 }
 
 /** PostgreSQL error codes the services react to. */

@@ -1,17 +1,24 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
 import type { Step, TransactionStatus } from './steps';
-import { toTransaction, type NewTransactionRow, type StuckTransaction, type TransactionRow } from './row';
+import { prepared, preparedUpdate } from '../db/knex';
+import { ROW_COLUMNS, toTransaction, type ActivityRow, type NewTransactionRow, type OpenTransactionCount } from './row';
+import type { StuckTransaction, TransactionCount, TransactionRow } from './row';
 
-export { toTransaction, type NewTransactionRow, type TransactionRow } from './row';
+export { toTransaction, type ActivityRow, type NewTransactionRow, type TransactionCount, type TransactionRow } from './row';
 
 type Db = Knex | Knex.Transaction;
 type Columns = Record<string, unknown>;
 
+// Read at every step of every registration: prepared once per connection (db/knex.ts `prepared`), their columns named.
+const ROW = ROW_COLUMNS.map((c) => `"${c}"`).join(', ');
+const FIND = `SELECT ${ROW} FROM transactions WHERE id = $1`;
+
+/** One transaction, by id (locked to the caller's SQL transaction with `forUpdate`). */
 export async function findTransaction(db: Db, id: string, options: { forUpdate?: boolean } = {}): Promise<TransactionRow | undefined> {
-  const query = db('transactions').where({ id }).first();
-  const row = await (options.forUpdate ? query.forUpdate() : query);
-  return row ? toTransaction(row) : undefined;
+  const [name, text] = options.forUpdate ? ['transactions_find_locked', `${FIND} FOR UPDATE`] : ['transactions_find', FIND];
+  const { rows } = await prepared(db, name, text, [id]);
+  return rows[0] ? toTransaction(rows[0]) : undefined;
 }
 
 /** The transaction a job was confirmed into, if it was (one per job id). */
@@ -22,12 +29,13 @@ export async function transactionIdForJob(db: Db, jobId: string): Promise<string
 
 /** Changes columns (snake_case) of one transaction, and its `updated_at`; with `returning`, the row as it now stands. */
 export async function updateTransaction(db: Db, id: string, changes: Columns, returning = false): Promise<TransactionRow | undefined> {
-  const values = { ...changes, updated_at: db.fn.now() };
-  if ('steps' in values) values.steps = JSON.stringify(values.steps);
-  if ('result' in values && values.result !== null) values.result = JSON.stringify(values.result);
-  const update = db('transactions').where({ id }).update(values);
-  const [row] = await update.returning(returning ? '*' : 'id');
-  return returning && row ? toTransaction(row) : undefined;
+  // an undefined value leaves its column as it is (as knex did); JSON columns go as JSON (an array would not)
+  const columns = Object.keys(changes).filter((column) => changes[column] !== undefined);
+  const json = (column: string, value: unknown) => (column === 'steps' || column === 'result') && value !== null;
+  const values = columns.map((column) => (json(column, changes[column]) ? JSON.stringify(changes[column]) : changes[column]));
+  const { name, text } = preparedUpdate('transactions', columns, returning ? ROW : 'id');
+  const { rows } = await prepared(db, name, text, [id, ...values]);
+  return returning && rows[0] ? toTransaction(rows[0]) : undefined;
 }
 
 /* What the pipeline and the relayer's submitter read and write of transactions. */
@@ -131,13 +139,16 @@ export async function retractBatchItems(db: Db, submissionId: string): Promise<v
 
 /** Takes a call out of its batch so a later round carries it, `afterSeconds` from now at the earliest. */
 export async function detachFromBatch(db: Db, id: string, afterSeconds = 0): Promise<void> {
-  await updateTransaction(db, id, {
-    status: 'pending',
-    submission_id: null,
-    batch_index: null,
-    tx_hash: null,
-    submit_after: afterSeconds ? db.raw(`now() + make_interval(secs => ?)`, [afterSeconds]) : null,
-  });
+  await db('transactions')
+    .where({ id })
+    .update({
+      status: 'pending',
+      submission_id: null,
+      batch_index: null,
+      tx_hash: null,
+      submit_after: afterSeconds ? db.raw(`now() + make_interval(secs => ?)`, [afterSeconds]) : null,
+      updated_at: db.fn.now(),
+    });
 }
 
 export async function organizationsOf(db: Db, ids: readonly string[]): Promise<{ id: string; organization_id: string }[]> {
@@ -160,8 +171,9 @@ export async function setOwnerCall(db: Db, id: string, callHex: string, ownerNon
 
 /** Keeps the first call built only: the row with its call set, or nothing when one was kept (a concurrent rerun's). */
 export async function setCallOnce(db: Db, id: string, callHex: string): Promise<TransactionRow | undefined> {
-  const [row] = await db('transactions').where({ id }).whereNull('call_hex').update({ call_hex: callHex, updated_at: db.fn.now() }, '*');
-  return row ? toTransaction(row) : undefined;
+  const text = `UPDATE transactions SET call_hex = $2, updated_at = now() WHERE id = $1 AND call_hex IS NULL RETURNING ${ROW}`;
+  const { rows } = await prepared(db, 'transactions_set_call_once', text, [id, callHex]);
+  return rows[0] ? toTransaction(rows[0]) : undefined;
 }
 
 /** Whether a version write of the work confirmed before this one has not ended yet. */
@@ -223,12 +235,6 @@ export async function insertTransaction(trx: Knex.Transaction, row: NewTransacti
   return toTransaction(inserted);
 }
 
-/** The network's next registration id (`ats_counters`). */
-export async function allocateAtsId(db: Db, network: Network): Promise<number> {
-  const [row] = await db('ats_counters').where({ network }).increment('next_id', 1).returning('next_id');
-  return Number(row.next_id) - 1;
-}
-
 /** These transactions, in one query (unknown ids are left out). */
 export async function findTransactions(db: Knex, ids: readonly string[]): Promise<TransactionRow[]> {
   if (!ids.length) return [];
@@ -262,9 +268,6 @@ export async function announcedExplorerUrl(db: Knex, transactionId: string): Pro
 const confirmedSince = (db: Knex, organizationId: string, since: Date) =>
   db('transactions').where({ organization_id: organizationId }).where('created_at', '>=', since);
 
-export type ActivityRow = Pick<TransactionRow, 'id' | 'type' | 'network' | 'status' | 'currentStep' | 'atsId' | 'version' | 'result'> &
-  Pick<TransactionRow, 'externalUserRef' | 'createdAt' | 'finalizedAt'>;
-
 /** The organization's transactions confirmed since `since`, newest first, at most `limit`. */
 export async function transactionsSince(db: Knex, organizationId: string, since: Date, limit: number): Promise<ActivityRow[]> {
   const columns = 'id, type, network, status, current_step, ats_id, version, result, external_user_ref, created_at, finalized_at';
@@ -279,12 +282,8 @@ export async function transactionCountsSince(db: Knex, organizationId: string, s
     .select('type', 'status', db.raw(`result->'error'->>'code' AS reason`), db.raw('count(*)::int AS count'));
 }
 
-export type TransactionCount = { type: TransactionRow['type']; status: TransactionStatus; reason: string | null; count: number };
-
 /** Per network and status, the transactions not yet terminal: how many, and the oldest's age in seconds (by the database's clock). */
-export async function openTransactionCounts(
-  db: Knex,
-): Promise<{ network: Network; status: TransactionStatus; count: number; oldestAgeSeconds: number }[]> {
+export async function openTransactionCounts(db: Knex): Promise<OpenTransactionCount[]> {
   const rows = await db('transactions')
     .whereIn('status', ['pending', 'submitted', 'in_block'] satisfies TransactionStatus[])
     .groupBy('network', 'status')

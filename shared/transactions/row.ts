@@ -44,6 +44,37 @@ export interface TransactionRow {
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
+/** The columns `toTransaction` reads. */
+export const ROW_COLUMNS = [
+  'id',
+  'organization_id',
+  'api_key_id',
+  'network',
+  'type',
+  'status',
+  'current_step',
+  'steps',
+  'anchor',
+  'price_credits',
+  'ats_id',
+  'version',
+  'work_id',
+  'external_user_ref',
+  'call_hex',
+  'submission_id',
+  'batch_index',
+  'tx_hash',
+  'signings',
+  'block_hash',
+  'block_number',
+  'extrinsic_index',
+  'result',
+  'finalized_at',
+  'created_at',
+  'updated_at',
+  'traceparent',
+] as const;
+
 export const toTransaction = (r: Record<string, any>): TransactionRow => ({
   id: r.id,
   organizationId: r.organization_id,
@@ -90,3 +121,12 @@ export interface NewTransactionRow {
   readonly externalUserRef: string | null;
   readonly traceparent: string | null;
 }
+
+/** An organization's transaction as support reads it (the operator CLI). */
+export type ActivityRow = Pick<TransactionRow, 'id' | 'type' | 'network' | 'status' | 'currentStep' | 'atsId' | 'version' | 'result'> &
+  Pick<TransactionRow, 'externalUserRef' | 'createdAt' | 'finalizedAt'>;
+
+export type TransactionCount = { type: TransactionRow['type']; status: TransactionStatus; reason: string | null; count: number };
+
+/** Per network and status, the transactions not yet terminal: how many, and the oldest's age in seconds. */
+export type OpenTransactionCount = { network: Network; status: TransactionStatus; count: number; oldestAgeSeconds: number };

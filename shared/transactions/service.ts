@@ -4,7 +4,8 @@ import type { Principal } from '../api-keys/types';
 import { notFound } from '../errors';
 import type { Network } from '../config';
 import type { AnchorPayload } from './anchor';
-import { allocateAtsId, findTransaction, insertTransaction, type TransactionRow } from './repo';
+import { findTransaction, insertTransaction, type TransactionRow } from './repo';
+import { allocateAtsId } from './ats-counters-repo';
 import { enterStep, STEP_PROGRESS } from './steps';
 
 /** A confirmed quote, as the transaction it becomes (mapped once, at confirm). */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Coalescer } from '../coalesce';
-import { withConnection } from '../db/knex';
+import { prepared } from '../db/knex';
 import type { AttemptRecord, AttemptRow, DeadDeliveryRow, Delivery, EventDeliveryRow, EventRow } from './types';
 
 export type { AttemptRecord, DeadDeliveryRow, Delivery, EventRow } from './types';
@@ -116,15 +116,6 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
   confirmedAt: r.confirmed_at ?? null,
 });
 
-/**
- * Runs a named prepared statement on a connection of knex's pool: PostgreSQL parses and plans it once per
- * connection rather than at every batch, and knex's query building is skipped on this path. (Both statements
- * name their result columns, so a migration that leaves those columns' types alone never invalidates them.)
- */
-async function prepared(db: Knex, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
-  return withConnection(db, (connection) => connection.query({ name, text, values }));
-}
-
 // Events and deliveries outside the delivery jobs' hot path: recording, dead letters, reconciling, pruning.
 
 // The event, and its delivery when the key that made the write has a webhook URL (read through the view api-keys
@@ -132,19 +123,22 @@ async function prepared(db: Knex, name: string, text: string, values: unknown[])
 const RECORD_EVENT = `
   WITH e AS (
     INSERT INTO events (id, transaction_id, organization_id, api_key_id, type, payload, sealed_access_code, traceparent, confirmed_at)
-    VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
+    VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
     RETURNING id, api_key_id
   ), d AS (
     INSERT INTO webhook_deliveries (id, event_id, api_key_id, url)
-    SELECT ?, e.id, e.api_key_id, k.webhook_url FROM e JOIN api_key_webhooks k ON k.id = e.api_key_id
+    SELECT $10, e.id, e.api_key_id, k.webhook_url FROM e JOIN api_key_webhooks k ON k.id = e.api_key_id
      WHERE k.webhook_url <> ''
     RETURNING url
   )
   SELECT url FROM d`;
 
-/** Inserts the event and, when its key has a webhook URL, its delivery `deliveryId`; returns that URL, or null. */
+/**
+ * Inserts the event and, when its key has a webhook URL, its delivery `deliveryId`; returns that URL, or null. Once
+ * per finalized or failed transaction, in its SQL transaction: prepared once per connection (db/knex.ts).
+ */
 export async function insertEventAndDelivery(trx: Knex.Transaction, e: EventRow, deliveryId: string): Promise<string | null> {
-  const { rows } = await trx.raw<{ rows: { url: string }[] }>(RECORD_EVENT, [
+  const { rows } = await prepared(trx, 'events_record', RECORD_EVENT, [
     e.id,
     e.transactionId,
     e.organizationId,

@@ -43,17 +43,43 @@ export async function withConnection<T>(db: Db | Knex.Transaction, fn: (connecti
 /**
  * Runs a named prepared statement on a connection of knex's pool (or of the SQL transaction `db` is): PostgreSQL
  * parses and plans it once per connection rather than at every call, and knex's query building is skipped. A
- * statement's text must name its result columns (no `*`): a migration adding a column would otherwise invalidate
- * its cached plan on every open connection ("cached plan must not change result type").
+ * statement's text must name its result columns (no `*`), so a migration that adds a column leaves it working.
+ *
+ * A migration that changes the type of a column it returns makes PostgreSQL refuse it on every connection that
+ * had prepared it ("cached plan must not change result type"), and a statement whose values failed to bind is
+ * gone from the server while pg still counts it as prepared: such a statement runs unnamed on that connection
+ * from then on (parsed and planned each time, as knex's are). Outside a SQL transaction the failed call is run
+ * again at once; inside one, the error has aborted it, so it is thrown and the caller's retry runs unnamed.
  */
 export async function prepared(db: Db | Knex.Transaction, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> {
-  return withConnection(db, (connection) => {
+  const trx = (db as Partial<Knex.Transaction>).isTransaction ? (db as Knex.Transaction) : undefined;
+  // knex refuses a statement once its transaction has ended; so does this (the connection may serve another now)
+  if (trx?.isCompleted()) throw new Error(`${name}: the SQL transaction has already ended`);
+  return withConnection(db, async (connection) => {
     // told to knex's `query` listeners as its own statements are (with the SQL transaction's id, when in one)
     const { __knexUid, __knexTxId } = connection as PgConnection & { __knexUid?: string; __knexTxId?: string };
     db.client.emit('query', { __knexUid, __knexTxId, method: 'raw', sql: text, bindings: values, name });
-    return connection.query({ name, text, values });
+    if (unnamed.get(connection)?.has(name)) return connection.query({ text, values });
+    try {
+      return await connection.query({ name, text, values });
+    } catch (err) {
+      if (!STALE_STATEMENT.has(pgCode(err) ?? '')) throw err;
+      unnamed.set(connection, (unnamed.get(connection) ?? new Set()).add(name));
+      if (trx) throw err;
+      return connection.query({ text, values });
+    }
   });
 }
+
+/** 0A000: "cached plan must not change result type"; 26000: the named statement does not exist (any more). */
+const STALE_STATEMENT = new Set(['0A000', '26000']);
+
+/** Per connection, the statements that run unnamed on it (see `prepared`). */
+const unnamed = new WeakMap<PgConnection, Set<string>>();
+
+/** A knex raw, function or builder: SQL for knex to write into a statement, which a prepared statement's values cannot be. */
+export const isKnexExpression = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && typeof (value as { toSQL?: unknown }).toSQL === 'function';
 
 /** Per table, set of columns and what is returned: one prepared statement's name and text, made on first use. */
 const updates = new Map<string, { name: string; text: string }>();

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
 import type { Step, TransactionStatus } from './steps';
-import { prepared, preparedUpdate } from '../db/knex';
+import { isKnexExpression, prepared, preparedUpdate } from '../db/knex';
 import { ROW_COLUMNS, toTransaction, type ActivityRow, type NewTransactionRow, type OpenTransactionCount } from './row';
 import type { StuckTransaction, TransactionCount, TransactionRow } from './row';
 
@@ -29,10 +29,13 @@ export async function transactionIdForJob(db: Db, jobId: string): Promise<string
 
 /** Changes columns (snake_case) of one transaction, and its `updated_at`; with `returning`, the row as it now stands. */
 export async function updateTransaction(db: Db, id: string, changes: Columns, returning = false): Promise<TransactionRow | undefined> {
-  // an undefined value leaves its column as it is (as knex did); JSON columns go as JSON (an array would not)
+  // an undefined value leaves its column as it is (as knex did); steps, and a result, go as JSON (an array would not)
   const columns = Object.keys(changes).filter((column) => changes[column] !== undefined);
-  const json = (column: string, value: unknown) => (column === 'steps' || column === 'result') && value !== null;
-  const values = columns.map((column) => (json(column, changes[column]) ? JSON.stringify(changes[column]) : changes[column]));
+  const values = columns.map((column) => {
+    const value = changes[column];
+    if (isKnexExpression(value)) throw new Error(`updateTransaction takes values, not SQL (${column})`);
+    return column === 'steps' || (column === 'result' && value !== null) ? JSON.stringify(value) : value;
+  });
   const { name, text } = preparedUpdate('transactions', columns, returning ? ROW : 'id');
   const { rows } = await prepared(db, name, text, [id, ...values]);
   return returning && rows[0] ? toTransaction(rows[0]) : undefined;

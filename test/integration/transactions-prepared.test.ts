@@ -63,7 +63,9 @@ describe('transactions: prepared statements', function () {
     const tx = await newTransaction();
     expect((await findTransaction(db, tx.id))!).to.deep.include({ id: tx.id, status: 'pending', priceCredits: 7, callHex: null });
     const steps = enterStep(tx.steps, 'preparing_transaction');
+    await updateTransaction(db, tx.id, { tx_hash: '0xaa' });
     const updated = await updateTransaction(db, tx.id, { current_step: 'preparing_transaction', steps, tx_hash: undefined }, true);
+    expect(updated!.txHash, 'a column given undefined is left as it was').to.equal('0xaa');
     expect(updated!.currentStep).to.equal('preparing_transaction');
     expect(updated!.steps.map((s) => s.name)).to.deep.equal(steps.map((s) => s.name));
     expect(updated!.updatedAt.getTime()).to.be.at.least(tx.updatedAt.getTime());
@@ -87,11 +89,58 @@ describe('transactions: prepared statements', function () {
     }
   });
 
+  it('takes values, not SQL: a knex expression is refused before anything is sent', async () => {
+    const tx = await newTransaction();
+    let refused: Error | undefined;
+    await updateTransaction(db, tx.id, { status: 'failed', submit_after: db.raw('now()') }).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/values, not SQL \(submit_after\)/);
+    expect((await findTransaction(db, tx.id))!.status).to.equal('pending');
+    expect((await updateTransaction(db, tx.id, { status: 'failed' }, true))!.status, 'the statement still works').to.equal('failed');
+  });
+
+  it('heals a connection whose statements a column type change broke: unnamed from then on', async () => {
+    const tx = await newTransaction();
+    await updateTransaction(db, tx.id, { tx_hash: '0xbb' });
+    await findTransaction(db, tx.id);
+    await db.transaction((trx) => findTransaction(trx, tx.id, { forUpdate: true }));
+    await db.raw('ALTER TABLE transactions ALTER COLUMN tx_hash TYPE varchar(200)');
+    try {
+      // outside a SQL transaction: refused ("cached plan must not change result type"), then run again unnamed
+      expect((await findTransaction(db, tx.id))!.txHash).to.equal('0xbb');
+      expect((await findTransaction(db, tx.id))!.txHash).to.equal('0xbb');
+      // inside one the refusal has aborted it: thrown once, and the caller's retry runs unnamed
+      const locked = () => db.transaction((trx) => findTransaction(trx, tx.id, { forUpdate: true }));
+      let first: (Error & { code?: string }) | undefined;
+      await locked().catch((err: Error & { code?: string }) => (first = err));
+      expect(first?.code).to.equal('0A000');
+      expect((await locked())!.txHash).to.equal('0xbb');
+    } finally {
+      await db.raw('ALTER TABLE transactions ALTER COLUMN tx_hash TYPE text');
+    }
+  });
+
+  it('refuses to run in a SQL transaction that has ended (its connection may serve another)', async () => {
+    const tx = await newTransaction();
+    let ended: Knex.Transaction | undefined;
+    await db.transaction(async (trx) => {
+      ended = trx;
+    });
+    let refused: Error | undefined;
+    await findTransaction(ended!, tx.id).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/transaction has already ended/);
+  });
+
   it('runs inside a SQL transaction on its connection: locked, and rolled back with it', async () => {
     const tx = await newTransaction();
     await db
       .transaction(async (trx) => {
         expect((await findTransaction(trx, tx.id, { forUpdate: true }))!.status).to.equal('pending');
+        // another session cannot take the row meanwhile
+        let blocked: (Error & { code?: string }) | undefined;
+        await own()
+          .raw('SELECT id FROM transactions WHERE id = ? FOR UPDATE NOWAIT', [tx.id])
+          .catch((err: Error & { code?: string }) => (blocked = err));
+        expect(blocked?.code, 'lock_not_available').to.equal('55P03');
         await updateTransaction(trx, tx.id, { status: 'failed', current_step: 'failed' });
         expect((await findTransaction(trx, tx.id))!.status, 'seen inside').to.equal('failed');
         throw new Error('roll back');

@@ -1,4 +1,4 @@
-import type { Queues } from '../queue/jobs';
+import type { JobData, Queues } from '../queue/jobs';
 import { enqueueCertificate } from '../queue/jobs';
 import { enqueueCommitted, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
@@ -17,7 +17,7 @@ export interface Effects {
   readonly published: readonly string[];
   /** Rows read or written in a terminal state, published as they are: nothing changes a transaction once it has ended. */
   readonly publishedRows: readonly TransactionRow[];
-  readonly certificates: readonly { readonly workId: string; readonly version: number }[];
+  readonly certificates: readonly JobData['certificates'][];
   readonly settled: readonly Settlement[];
 }
 

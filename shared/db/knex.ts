@@ -81,23 +81,45 @@ const unnamed = new WeakMap<PgConnection, Set<string>>();
 export const isKnexExpression = (value: unknown): boolean =>
   typeof value === 'object' && value !== null && typeof (value as { toSQL?: unknown }).toSQL === 'function';
 
-/** Per table, set of columns and what is returned: one prepared statement's name and text, made on first use. */
-const updates = new Map<string, { name: string; text: string }>();
+/** Per kind of statement, table, set of columns and what is returned: one prepared statement's name and text, made on first use. */
+const statements = new Map<string, { name: string; text: string }>();
 
-/**
- * `UPDATE table SET column = $2, … , updated_at = now() WHERE id = $1 RETURNING returning`, to run with `prepared`:
- * named per table and set of columns (a name short of PostgreSQL's 63 bytes however many columns are set).
- */
-export function preparedUpdate(table: string, columns: readonly string[], returning: string): { name: string; text: string } {
-  const key = `${table}|${columns.join(',')}|${returning}`;
-  let statement = updates.get(key);
+function statementOf(kind: 'update' | 'insert', table: string, columns: readonly string[], returning: string, write: () => string) {
+  const key = `${kind}|${table}|${columns.join(',')}|${returning}`;
+  let statement = statements.get(key);
   if (!statement) {
     for (const name of [table, ...columns]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a table or column name: ${name}`);
-    const set = [...columns.map((column, i) => `"${column}" = $${i + 2}`), 'updated_at = now()'].join(', ');
-    statement = { name: `${table}_update_${updates.size}`, text: `UPDATE "${table}" SET ${set} WHERE id = $1 RETURNING ${returning}` };
-    updates.set(key, statement);
+    // a name short of PostgreSQL's 63 bytes however many columns there are
+    statement = { name: `${table}_${kind}_${statements.size}`, text: write() };
+    statements.set(key, statement);
   }
   return statement;
+}
+
+/** `UPDATE table SET column = $2, … , updated_at = now() WHERE id = $1 RETURNING returning`, to run with `prepared`. */
+export function preparedUpdate(table: string, columns: readonly string[], returning: string): { name: string; text: string } {
+  return statementOf('update', table, columns, returning, () => {
+    const set = [...columns.map((column, i) => `"${column}" = $${i + 2}`), 'updated_at = now()'].join(', ');
+    return `UPDATE "${table}" SET ${set} WHERE id = $1 RETURNING ${returning}`;
+  });
+}
+
+/**
+ * Inserts one row (snake_case columns; an undefined value leaves its column to its default) with a prepared
+ * statement named per table and set of columns; resolves with what `returning` names. Values go as they are:
+ * JSON is the caller's to stringify, as with knex, and SQL (a knex expression) is refused.
+ */
+export async function insertRow(db: Db | Knex.Transaction, table: string, row: Record<string, unknown>, returning: string): Promise<any[]> {
+  const columns = Object.keys(row).filter((column) => row[column] !== undefined);
+  const values = columns.map((column) => {
+    if (isKnexExpression(row[column])) throw new Error(`insertRow takes values, not SQL (${table}.${column})`);
+    return row[column];
+  });
+  const { name, text } = statementOf('insert', table, columns, returning, () => {
+    const list = columns.map((column) => `"${column}"`).join(', ');
+    return `INSERT INTO "${table}" (${list}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${returning}`;
+  });
+  return (await prepared(db, name, text, values)).rows;
 }
 
 /** PostgreSQL error codes the services react to. */

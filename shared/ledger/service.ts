@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors';
-import { PG, pgCode } from '../db/knex';
+import { insertRow, PG, pgCode } from '../db/knex';
 import { creditBalance } from '../organizations/repo';
 
 export type LedgerKind = 'grant' | 'debit' | 'refund' | 'adjustment';
@@ -38,16 +38,20 @@ export async function appendLedgerEntry(trx: Knex | Knex.Transaction, entry: Led
     if (existing) return { applied: false, balance: await balanceOf(trx, entry.organizationId) };
   }
   try {
-    const [row] = await trx('credit_ledger')
-      .insert({
+    // every debit and refund: a prepared statement (db/knex.ts `insertRow`), not knex's builder
+    const [row] = await insertRow(
+      trx,
+      'credit_ledger',
+      {
         organization_id: entry.organizationId,
         kind: entry.kind,
         amount: entry.amount,
         balance_after: 0, // set by the credit_ledger_apply trigger
         reference: entry.reference ?? null,
         reason: entry.reason ?? null,
-      })
-      .returning('balance_after');
+      },
+      'balance_after',
+    );
     return { applied: true, balance: Number(row.balance_after) };
   } catch (err) {
     if (pgCode(err) === PG.checkViolation) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
 import type { Step, TransactionStatus } from './steps';
-import { isKnexExpression, prepared, preparedUpdate } from '../db/knex';
+import { insertRow, isKnexExpression, prepared, preparedUpdate } from '../db/knex';
 import { ROW_COLUMNS, toTransaction, type ActivityRow, type NewTransactionRow, type OpenTransactionCount } from './row';
 import type { StuckTransaction, TransactionCount, TransactionRow } from './row';
 
@@ -216,26 +216,24 @@ export async function restartUnfinished(db: Db, network: Network): Promise<numbe
 }
 
 export async function insertTransaction(trx: Knex.Transaction, row: NewTransactionRow): Promise<TransactionRow> {
-  const [inserted] = await trx('transactions')
-    .insert({
-      id: row.id,
-      job_id: row.jobId,
-      organization_id: row.organizationId,
-      api_key_id: row.apiKeyId,
-      network: row.network,
-      type: row.type,
-      status: 'pending',
-      current_step: row.steps[row.steps.length - 1]!.name,
-      steps: JSON.stringify(row.steps),
-      anchor: JSON.stringify(row.anchor),
-      price_credits: row.priceCredits,
-      ats_id: row.atsId,
-      work_id: row.workId,
-      external_user_ref: row.externalUserRef,
-      traceparent: row.traceparent,
-    })
-    .returning('*');
-  return toTransaction(inserted);
+  const columns = {
+    id: row.id,
+    job_id: row.jobId,
+    organization_id: row.organizationId,
+    api_key_id: row.apiKeyId,
+    network: row.network,
+    type: row.type,
+    status: 'pending',
+    current_step: row.steps[row.steps.length - 1]!.name,
+    steps: JSON.stringify(row.steps),
+    anchor: JSON.stringify(row.anchor),
+    price_credits: row.priceCredits,
+    ats_id: row.atsId,
+    work_id: row.workId,
+    external_user_ref: row.externalUserRef,
+    traceparent: row.traceparent,
+  };
+  return toTransaction((await insertRow(trx, 'transactions', columns, ROW))[0]);
 }
 
 /** These transactions, in one query (unknown ids are left out). */

@@ -150,7 +150,18 @@ export async function enqueueDeadLetter(queues: Queues, deliveryId: string, labe
 
 /** A finalized version's certificate (one job per version). */
 export async function enqueueCertificate(queues: Queues, workId: string, version: number): Promise<void> {
-  await queues.certificates.add('render', { workId, version }, { jobId: `certificate-${workId}-${version}` });
+  await enqueueCertificates(queues, [{ workId, version }]);
+}
+
+/** Several certificates to render, in one round trip (a job id per version: one asked for twice is one job). */
+export async function enqueueCertificates(queues: Queues, versions: readonly JobData['certificates'][]): Promise<void> {
+  const job = ({ workId, version }: JobData['certificates']) => ({
+    name: 'render',
+    data: { workId, version },
+    opts: { jobId: `certificate-${workId}-${version}` },
+  });
+  if (versions.length === 1) await queues.certificates.add('render', versions[0]!, job(versions[0]!).opts);
+  else if (versions.length) await queues.certificates.addBulk(versions.map(job));
 }
 
 /** The repeatable housekeeping, one schedule per name however many workers call it. */

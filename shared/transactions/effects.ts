@@ -1,5 +1,5 @@
 import type { JobData, Queues } from '../queue/jobs';
-import { enqueueCertificate } from '../queue/jobs';
+import { enqueueCertificates } from '../queue/jobs';
 import { enqueueCommitted, type NewDelivery } from '../webhooks/enqueue';
 import type { Config } from '../config';
 import { publishTransactionRows, publishTransactionUpdates, type UpdateDeps } from './updates';
@@ -54,12 +54,10 @@ export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void
   await enqueueCommitted(deps, done.deliveries);
   await publishTransactionUpdates(deps, done.published);
   await publishTransactionRows(deps, done.publishedRows);
-  for (const { workId, version } of done.certificates) {
-    await enqueueCertificate(deps.queues, workId, version).catch((err: Error) =>
-      deps.log.warn(
-        { err: { message: err.message }, work_id: workId, version },
-        'certificate not enqueued; it will be rendered on first download',
-      ),
-    );
-  }
+  await enqueueCertificates(deps.queues, done.certificates).catch((err: Error) =>
+    deps.log.warn(
+      { err: { message: err.message }, certificates: done.certificates.map(({ workId, version }) => `${workId}@${version}`) },
+      'certificates not enqueued; each will be rendered on first download',
+    ),
+  );
 }

@@ -9,7 +9,8 @@ import { indexFinalizedVersion } from '../works/indexing';
 import { explorerUrl } from '../chain/explorer';
 import { findTransaction, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
-import { afterCommit, effects, type EffectDeps, type Effects } from './effects';
+import { afterCommit, effects, mergeEffects, type EffectDeps, type Effects } from './effects';
+import { Coalescer } from '../coalesce';
 import type { Settlement } from '../metrics/events';
 
 // The two ends of a confirmed transaction: finalized and indexed, or failed and refunded.
@@ -30,63 +31,103 @@ export interface TransactionDeps extends OutcomeDeps {
 
 type Inclusion = { readonly blockHash: string; readonly blockNumber: number; readonly index: number };
 
+/** A finalization's answer for one transaction of a group: its row as finalization left it, or why it failed. */
+type Finalized = { readonly row: TransactionRow } | { readonly error: unknown };
+
+/** At most this many transactions finalized in one SQL transaction. */
+const FINALIZED_TOGETHER_MAX = 100;
+
+/** Per process's deps: the finalizations asked for while one is under way, gathered for the next (coalesce.ts). */
+const groups = new WeakMap<OutcomeDeps, Coalescer<string, Finalized>>();
+
 /**
  * Finalizes a transaction whose block is final and canonical: indexes the version, marks the transaction
  * finalized and records its event, in one SQL transaction; then delivers, publishes and asks for the
  * certificate. A transaction already terminal is left as it is (its effects are carried out again).
+ *
+ * A block's transactions reach finality together (hundreds at once in a burst): those asked for while a
+ * finalization is under way go together in the next, in one SQL transaction (one commit, and one round of
+ * enqueues and publishes, for all of them), each with the same statements as alone. Should that SQL transaction
+ * fail (a version out of turn, a deadlock), each is finalized alone, so that one transaction's failure is its own.
  */
 export async function finalize(deps: OutcomeDeps, transactionId: string): Promise<TransactionRow> {
+  let group = groups.get(deps);
+  if (!group) {
+    group = new Coalescer((ids) => finalizeGroup(deps, ids), { maxBatch: FINALIZED_TOGETHER_MAX, maxInFlight: 1 });
+    groups.set(deps, group);
+  }
+  const finalized = await group.submit(transactionId);
+  if ('error' in finalized) throw finalized.error;
+  return finalized.row;
+}
+
+async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise<Finalized[]> {
   const finalizedAt = new Date();
-  const done = await deps.db.transaction(async (trx) => {
-    const tx = await findTransaction(trx, transactionId, { forUpdate: true });
-    if (!tx) return effects({});
-    // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
-    if (tx.status === 'failed') return effects({ publishedRows: [tx] });
-    if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });
-    const inclusion = includedBlock(tx);
-    const registering = tx.type === 'register';
-    const workId = registering ? tx.anchor.jobId : tx.workId!;
-    const version = registering ? 1 : tx.version!;
-    const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
-    await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
-    const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
-    const finalized = await markFinalized(trx, tx, result, finalizedAt);
-    const delivery = await recordEvent(trx, deps.box, {
-      transactionId: tx.id,
-      organizationId: tx.organizationId,
-      apiKeyId: tx.apiKeyId,
-      traceparent: tx.traceparent,
-      confirmedAt: tx.createdAt,
-      type: registering ? 'work_registered' : 'work_updated',
-      payload: {
-        event: registering ? 'work_registered' : 'work_updated',
-        transaction_id: tx.id,
-        organization_id: tx.organizationId,
-        api_key_id: tx.apiKeyId,
-        external_user_ref: tx.externalUserRef,
-        network: tx.network,
-        ats_id: tx.atsId,
-        tx_hash: tx.txHash,
-        block_number: result.block_number,
-        block_hash: result.block_hash,
-        access_code: null,
-        explorer_url: result.explorer_url,
-        finalized_at: result.finalized_at,
-        // docs/api.md#events: work_updated is work_registered's fields plus the version
-        ...(registering ? {} : { version }),
-      },
-      accessCode,
+  let done: Map<string, Effects>;
+  try {
+    done = await deps.db.transaction(async (trx) => {
+      const each = new Map<string, Effects>();
+      // rows locked in one order by every group, whichever process runs it
+      for (const id of [...new Set(ids)].sort()) each.set(id, await finalizeWithin(trx, deps, id, finalizedAt));
+      return each;
     });
-    return effects({
-      deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
-      publishedRows: [finalized],
-      certificates: [{ workId, version }],
-      settled: [settlement(tx, 'finalized', finalizedAt)],
-    });
+  } catch (err) {
+    if (ids.length === 1) return [{ error: err }];
+    return Promise.all(ids.map(async (id) => (await finalizeGroup(deps, [id]))[0]!));
+  }
+  // carried out together; should they fail, each job is retried, as a transaction finalized alone would be
+  await afterCommit(deps, mergeEffects([...done.values()]));
+  // each row as finalization left it (terminal: nothing changes it after), not read again
+  return Promise.all(ids.map(async (id) => ({ row: done.get(id)!.publishedRows[0] ?? (await findTransaction(deps.db, id))! })));
+}
+
+/** One transaction's finalization, inside the group's SQL transaction; what to carry out once it commits. */
+async function finalizeWithin(trx: Knex.Transaction, deps: OutcomeDeps, transactionId: string, finalizedAt: Date): Promise<Effects> {
+  const tx = await findTransaction(trx, transactionId, { forUpdate: true });
+  if (!tx) return effects({});
+  // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
+  if (tx.status === 'failed') return effects({ publishedRows: [tx] });
+  if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });
+  const inclusion = includedBlock(tx);
+  const registering = tx.type === 'register';
+  const workId = registering ? tx.anchor.jobId : tx.workId!;
+  const version = registering ? 1 : tx.version!;
+  const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
+  await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
+  const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
+  const finalized = await markFinalized(trx, tx, result, finalizedAt);
+  const delivery = await recordEvent(trx, deps.box, {
+    transactionId: tx.id,
+    organizationId: tx.organizationId,
+    apiKeyId: tx.apiKeyId,
+    traceparent: tx.traceparent,
+    confirmedAt: tx.createdAt,
+    type: registering ? 'work_registered' : 'work_updated',
+    payload: {
+      event: registering ? 'work_registered' : 'work_updated',
+      transaction_id: tx.id,
+      organization_id: tx.organizationId,
+      api_key_id: tx.apiKeyId,
+      external_user_ref: tx.externalUserRef,
+      network: tx.network,
+      ats_id: tx.atsId,
+      tx_hash: tx.txHash,
+      block_number: result.block_number,
+      block_hash: result.block_hash,
+      access_code: null,
+      explorer_url: result.explorer_url,
+      finalized_at: result.finalized_at,
+      // docs/api.md#events: work_updated is work_registered's fields plus the version
+      ...(registering ? {} : { version }),
+    },
+    accessCode,
   });
-  await afterCommit(deps, done);
-  // the row as finalization left it (terminal: nothing changes it after), not read again
-  return done.publishedRows[0] ?? (await findTransaction(deps.db, transactionId))!;
+  return effects({
+    deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
+    publishedRows: [finalized],
+    certificates: [{ workId, version }],
+    settled: [settlement(tx, 'finalized', finalizedAt)],
+  });
 }
 
 /** The block recorded when the batch was included, now final and canonical. */

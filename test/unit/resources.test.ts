@@ -101,6 +101,6 @@ describe('after-commit effects, with the handles a test gives', () => {
       ['webhooks', 'deliver', { deliveryId: 'd2' }, { jobId: 'd2', attempts: 4, backoff: { type: 'schedule' } }],
     ]);
     expect(published).to.deep.equal(['t1']);
-    expect(warnings).to.deep.equal(['certificate not enqueued; it will be rendered on first download']);
+    expect(warnings).to.deep.equal(['certificates not enqueued; each will be rendered on first download']);
   });
 });

@@ -12,11 +12,21 @@ export interface SignedBatch {
   readonly signedAtBlock: number;
 }
 
-/** Signs the relayer's batch of these calls with the given nonce and a mortal era; nothing is sent. */
+/**
+ * Signs the relayer's batch of these calls with the given nonce and a mortal era born at the best block's parent
+ * (the block @polkadot's own signing picks when finality lags, less likely retracted than the best; a batch born
+ * on a retracted block is refused by the node and its calls go out again). Given here, the era costs no more than
+ * the one question for the best header: left to @polkadot, a mortal era asks the node four more (the best header's
+ * parent, the finalized head and its header), each waiting while a busy node builds a block. `signedAtBlock` is the
+ * era's birth, from which it ends `ERA_PERIOD` blocks on. Nothing is sent.
+ */
 export async function signBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], nonce: number): Promise<SignedBatch> {
-  const header = await api.rpc.chain.getHeader();
-  const signed = await batchOf(api, callHexes).signAsync(relayer, { nonce, era: ERA_PERIOD });
-  return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: header.number.toNumber() };
+  const best = await api.rpc.chain.getHeader();
+  const atGenesis = best.number.toNumber() === 0;
+  const birth = { number: atGenesis ? 0 : best.number.toNumber() - 1, hash: atGenesis ? best.hash : best.parentHash };
+  const era = api.createType('ExtrinsicEra', { current: birth.number, period: ERA_PERIOD });
+  const signed = await batchOf(api, callHexes).signAsync(relayer, { nonce, era, blockHash: birth.hash });
+  return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: birth.number };
 }
 
 /** The relayer's next index, extrinsics in the pool counted. */

@@ -85,7 +85,10 @@ describe('finalization of transactions that reach finality together', function (
 
   const finalized = async (ids: string[]) => {
     const rows = await app.context.db('transactions').whereIn('id', ids).select('id', 'status', 'work_id');
-    const works = await app.context.db('works').whereIn('id', rows.map((r) => r.work_id).filter(Boolean)).count<{ count: string }[]>();
+    const works = await app.context
+      .db('works')
+      .whereIn('id', rows.map((r) => r.work_id).filter(Boolean))
+      .count<{ count: string }[]>();
     const events = await app.context.db('events').whereIn('transaction_id', ids).select('id', 'type');
     return { statuses: rows.map((r) => r.status as string), works: Number(works[0]!.count), events };
   };

@@ -156,29 +156,22 @@ export class RelayerSubmitter {
           await this.moreToSend(network, seen, sentAt, Promise.race(out));
           continue;
         }
-        // two questions to the node, which answers each only between its blocks' building: asked together
+        // asked with the fitting (the node answers between its blocks' building); its error is signBatch's
         const chainNonce = this.anchors.nextRelayerNonce(network);
-        chainNonce.catch(() => undefined); // its error is the round's, where signBatch awaits it
+        chainNonce.catch(() => undefined);
         const count = await this.anchors.fitBatch(
           network,
           ready.map((r) => r.call_hex),
           this.app.config.chainBatchMax,
         );
-        const submission = await this.signBatch(
-          network,
-          ready.slice(0, count).map((r) => r.id),
-          chainNonce,
-        );
+        const ids = ready.slice(0, count).map((r) => r.id);
+        const submission = await this.signBatch(network, ids, chainNonce);
         if (!submission) continue;
         failpoint('chain.batch_signed');
         sentAt = Date.now();
         track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
-        // the batch on its way first, its calls' step to live clients after (reading and publishing hundreds of
-        // rows took 200–300 ms of a burst's round, which a block's building does not wait for)
-        await publishTransactionUpdates(
-          this.app,
-          ready.slice(0, count).map((r) => r.id),
-        );
+        // sent first: the calls' step to live clients took 200–300 ms of a burst's round
+        await publishTransactionUpdates(this.app, ids);
         await this.moreToSend(network, seen, sentAt, Promise.all(out));
       }
     } finally {
@@ -212,10 +205,8 @@ export class RelayerSubmitter {
    * none of this relayer's own batches on their way holds; never a number remembered from before (a restored
    * backup, a chain started afresh, a relayer used by something else would all make it wrong). Only the
    * holder of the relayer's advisory lock (`withRelayerLock`) gets here, which is what serialises it.
-   * `nextIndex` is the relayer's next index, asked for this round while its batch was fitted: a batch of an
-   * earlier round that went from the node's pool into a block, and was recorded so, between that answer and
-   * the look at the batches on their way, leaves its nonce to this one, which the node then refuses as stale;
-   * its calls go out again in the next batch (`send`), as after any refusal of the envelope.
+   * `nextIndex`, asked while the batch was fitted: a batch recorded in a block since then leaves its nonce to
+   * this one, which the node refuses as stale, and its calls go out again (`send`).
    */
   private async signBatch(network: Network, transactionIds: string[], nextIndex: Promise<number>): Promise<SubmissionRow | undefined> {
     const { db } = this.app;

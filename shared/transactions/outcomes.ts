@@ -7,7 +7,7 @@ import { appendLedgerEntry } from '../ledger/service';
 import { recordEvent } from '../webhooks/service';
 import { indexFinalizedVersion } from '../works/indexing';
 import { explorerUrl } from '../chain/explorer';
-import { findTransaction, updateTransaction, type TransactionRow } from './repo';
+import { findTransaction, findTransactions, updateTransaction, type TransactionRow } from './repo';
 import { enterStep } from './steps';
 import { afterCommit, effects, mergeEffects, type EffectDeps, type Effects } from './effects';
 import { Coalescer } from '../coalesce';
@@ -66,9 +66,10 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
   let done: Map<string, Effects>;
   try {
     done = await deps.db.transaction(async (trx) => {
+      // every row of the group read and locked in one statement, in id order, the one order of every group
+      const rows = new Map((await findTransactions(trx, ids, { forUpdate: true })).map((tx) => [tx.id, tx]));
       const each = new Map<string, Effects>();
-      // rows locked in one order by every group, whichever process runs it
-      for (const id of [...new Set(ids)].sort()) each.set(id, await finalizeWithin(trx, deps, id, finalizedAt));
+      for (const id of new Set(ids)) each.set(id, await finalizeWithin(trx, deps, rows.get(id), finalizedAt));
       return each;
     });
   } catch (err) {
@@ -81,9 +82,13 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
   return Promise.all(ids.map(async (id) => ({ row: done.get(id)!.publishedRows[0] ?? (await findTransaction(deps.db, id))! })));
 }
 
-/** One transaction's finalization, inside the group's SQL transaction; what to carry out once it commits. */
-async function finalizeWithin(trx: Knex.Transaction, deps: OutcomeDeps, transactionId: string, finalizedAt: Date): Promise<Effects> {
-  const tx = await findTransaction(trx, transactionId, { forUpdate: true });
+/** One transaction's finalization (its row locked), inside the group's SQL transaction; what to carry out once it commits. */
+async function finalizeWithin(
+  trx: Knex.Transaction,
+  deps: OutcomeDeps,
+  tx: TransactionRow | undefined,
+  finalizedAt: Date,
+): Promise<Effects> {
   if (!tx) return effects({});
   // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
   if (tx.status === 'failed') return effects({ publishedRows: [tx] });

@@ -3,7 +3,7 @@ import type { Network } from '../config';
 import { allocateNonces } from '../chain/nonces';
 import { findWallet } from '../organizations/repo';
 import { buildOwnerCall, type OwnerCallDeps } from './owner-call';
-import { findTransaction, organizationsOf, ownerNoncesIn, setOwnerCall } from './repo';
+import { findTransaction, findTransactions, ownerNoncesIn, setOwnerCall } from './repo';
 import { signedSubmissionIds } from './submissions-repo';
 
 /**
@@ -19,11 +19,11 @@ export async function withOwnerNonces(
   const { app, anchors } = deps;
   const organizationOf = new Map(
     (
-      await organizationsOf(
+      await findTransactions(
         trx,
         items.map((i) => i.id),
       )
-    ).map((o) => [o.id, o.organization_id]),
+    ).map((o) => [o.id, o.organizationId]),
   );
   const calls = new Map<string, string>();
   for (const organizationId of new Set(organizationOf.values())) {

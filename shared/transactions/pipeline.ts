@@ -83,12 +83,12 @@ async function untilInBlock(deps: PipelineDeps, from: TransactionRow): Promise<T
       if (tx.type === 'add_version' && tx.version === null) {
         tx = await step(app, tx, 'preparing_transaction');
         tx = await allocateVersion(app, tx);
-        tx = await step(app, tx, 'signing');
+        tx = await prepareCall(deps, tx, 'signing');
       } else {
-        // nothing to allocate between the two steps (a registration, a version already numbered): one update
-        tx = await step(app, tx, 'preparing_transaction', 'signing');
+        // nothing to allocate between the two steps (a registration, a version already numbered): the call built,
+        // one statement keeps it and enters both
+        tx = await prepareCall(deps, tx, 'preparing_transaction', 'signing');
       }
-      tx = await prepareCall(deps, tx);
       submitter.readied(tx.network);
     }
     const done = new AbortController();
@@ -123,15 +123,28 @@ async function describeBatch(app: TransactionDeps, tx: TransactionRow, span: Spa
  * Redis Cluster keeps them in order: updates.ts `publisherOf`).
  */
 async function step(app: TransactionDeps, tx: TransactionRow, ...names: [StepName, ...StepName[]]): Promise<TransactionRow> {
-  const stages: { currentStep: StepName; steps: TransactionRow['steps'] }[] = [];
-  for (const name of names) stages.push({ currentStep: name, steps: enterStep(stages.at(-1)?.steps ?? tx.steps, name) });
+  const stages = stagesOf(tx, names);
   const last = stages.at(-1)!;
   const row = (await updateTransaction(app.db, tx.id, { current_step: last.currentStep, steps: last.steps }, true)) ?? { ...tx, ...last };
+  await publishStages(app, row, stages);
+  return row;
+}
+
+type Stage = Pick<TransactionRow, 'currentStep' | 'steps'>;
+
+/** The row's current step and steps after entering each of these steps in turn. */
+function stagesOf(tx: TransactionRow, names: readonly StepName[]): Stage[] {
+  const stages: Stage[] = [];
+  for (const name of names) stages.push({ currentStep: name, steps: enterStep(stages.at(-1)?.steps ?? tx.steps, name) });
+  return stages;
+}
+
+/** Each stage to live subscribers, the last as `row` (written with it), those before it as the row stood after them. */
+async function publishStages(app: TransactionDeps, row: TransactionRow, stages: readonly Stage[]): Promise<void> {
   await publishTransactionRows(
     app,
-    stages.map((stage) => (stage === last ? row : { ...row, ...stage })),
+    stages.map((stage, i) => (i === stages.length - 1 ? row : { ...row, ...stage })),
   );
-  return row;
 }
 
 /**
@@ -157,10 +170,19 @@ async function allocateVersion(app: TransactionDeps, tx: TransactionRow): Promis
 
 /**
  * Builds this transaction's own call, signed inside by the organization's wallet (decrypted just for the
- * signature), and stores it; the relayer's submitter batches it from there.
+ * signature), and stores it with the steps it enters (`names`, in order; none for the steps as they are), in one
+ * statement; the relayer's submitter batches it from there.
  */
-export async function prepareCall(deps: Pick<PipelineDeps, 'app' | 'anchors'>, tx: TransactionRow): Promise<TransactionRow> {
+export async function prepareCall(
+  deps: Pick<PipelineDeps, 'app' | 'anchors'>,
+  tx: TransactionRow,
+  ...names: StepName[]
+): Promise<TransactionRow> {
   const callHex = await buildOwnerCall(deps, tx);
-  // Only the first build is kept: a concurrent rerun that built one too leaves it unused.
-  return (await setCallOnce(deps.app.db, tx.id, callHex)) ?? (await findTransaction(deps.app.db, tx.id))!;
+  const stages = stagesOf(tx, names);
+  // Only the first build is kept: a concurrent rerun that built one too (and entered the steps) leaves it unused.
+  const row = await setCallOnce(deps.app.db, tx.id, callHex, stages.at(-1) ?? tx);
+  if (!row) return (await findTransaction(deps.app.db, tx.id))!;
+  await publishStages(deps.app, row, stages);
+  return row;
 }

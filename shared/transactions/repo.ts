@@ -13,6 +13,7 @@ type Columns = Record<string, unknown>;
 // Read at every step of every registration: prepared once per connection (db/knex.ts `prepared`), their columns named.
 const ROW = ROW_COLUMNS.map((c) => `"${c}"`).join(', ');
 const FIND = `SELECT ${ROW} FROM transactions WHERE id = $1`;
+const FIND_MANY = `SELECT ${ROW} FROM transactions WHERE id = ANY($1::uuid[]) ORDER BY id`;
 
 /** One transaction, by id (locked to the caller's SQL transaction with `forUpdate`). */
 export async function findTransaction(db: Db, id: string, options: { forUpdate?: boolean } = {}): Promise<TransactionRow | undefined> {
@@ -154,10 +155,6 @@ export async function detachFromBatch(db: Db, id: string, afterSeconds = 0): Pro
     });
 }
 
-export async function organizationsOf(db: Db, ids: readonly string[]): Promise<{ id: string; organization_id: string }[]> {
-  return db('transactions').whereIn('id', ids).select('id', 'organization_id');
-}
-
 /** The owner nonces the organization's calls in the given batches (a subquery of their ids) were signed over. */
 export async function ownerNoncesIn(db: Db, organizationId: string, network: Network, submissionIds: Knex.QueryBuilder): Promise<bigint[]> {
   const nonces = await db('transactions')
@@ -172,10 +169,11 @@ export async function setOwnerCall(db: Db, id: string, callHex: string, ownerNon
   await db('transactions').where({ id }).update({ call_hex: callHex, owner_nonce: ownerNonce.toString() });
 }
 
-/** Keeps the first call built only: the row with its call set, or nothing when one was kept (a concurrent rerun's). */
-export async function setCallOnce(db: Db, id: string, callHex: string): Promise<TransactionRow | undefined> {
-  const text = `UPDATE transactions SET call_hex = $2, updated_at = now() WHERE id = $1 AND call_hex IS NULL RETURNING ${ROW}`;
-  const { rows } = await prepared(db, 'transactions_set_call_once', text, [id, callHex]);
+/** Keeps the first call built only, with the steps entered along with it: the row so, or nothing when a call was kept (a rerun's). */
+export async function setCallOnce(db: Db, id: string, callHex: string, entered: Pick<TransactionRow, 'currentStep' | 'steps'>) {
+  const text = `UPDATE transactions SET call_hex = $2, current_step = $3, steps = $4, updated_at = now() WHERE id = $1 AND call_hex IS NULL RETURNING ${ROW}`;
+  const values = [id, callHex, entered.currentStep, JSON.stringify(entered.steps)];
+  const { rows } = await prepared(db, 'transactions_set_call_and_steps', text, values);
   return rows[0] ? toTransaction(rows[0]) : undefined;
 }
 
@@ -236,10 +234,13 @@ export async function insertTransaction(trx: Knex.Transaction, row: NewTransacti
   return toTransaction((await insertRow(trx, 'transactions', columns, ROW))[0]);
 }
 
-/** These transactions, in one query (unknown ids are left out). */
-export async function findTransactions(db: Knex, ids: readonly string[]): Promise<TransactionRow[]> {
+/** These transactions, in one statement, in id order (unknown ids left out); locked in that order with `forUpdate`. */
+export async function findTransactions(db: Db, ids: readonly string[], options: { forUpdate?: boolean } = {}): Promise<TransactionRow[]> {
   if (!ids.length) return [];
-  return (await db('transactions').whereIn('id', [...new Set(ids)])).map(toTransaction);
+  const [name, text] = options.forUpdate
+    ? ['transactions_find_many_locked', `${FIND_MANY} FOR UPDATE`]
+    : ['transactions_find_many', FIND_MANY];
+  return (await prepared(db, name, text, [[...new Set(ids)]])).rows.map(toTransaction);
 }
 
 /** Of these job ids, those confirmed into a transaction. */

@@ -70,9 +70,16 @@ describe('transactions: prepared statements', function () {
     expect(updated!.steps.map((s) => s.name)).to.deep.equal(steps.map((s) => s.name));
     expect(updated!.updatedAt.getTime()).to.be.at.least(tx.updatedAt.getTime());
     expect(await updateTransaction(db, tx.id, { result: null })).to.equal(undefined);
-    expect((await setCallOnce(db, tx.id, '0x01'))!.callHex).to.equal('0x01');
-    expect(await setCallOnce(db, tx.id, '0x02'), 'the call is set once').to.equal(undefined);
-    expect((await findTransaction(db, tx.id))!).to.deep.include({ callHex: '0x01', currentStep: 'preparing_transaction' });
+    const signing = enterStep(steps, 'signing');
+    const called = (await setCallOnce(db, tx.id, '0x01', { currentStep: 'signing', steps: signing }))!;
+    expect(called).to.deep.include({ callHex: '0x01', currentStep: 'signing' });
+    expect(
+      called.steps.map((s) => s.name),
+      'the steps entered with the call',
+    ).to.deep.equal(['validating', 'preparing_transaction', 'signing']);
+    const again = await setCallOnce(db, tx.id, '0x02', { currentStep: 'submitting', steps: enterStep(signing, 'submitting') });
+    expect(again, 'the call is set once').to.equal(undefined);
+    expect((await findTransaction(db, tx.id))!, 'nor its steps').to.deep.include({ callHex: '0x01', currentStep: 'signing' });
     expect(await findTransaction(db, randomUUID())).to.equal(undefined);
   });
 

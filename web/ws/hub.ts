@@ -65,6 +65,8 @@ export class TransactionUpdatesHub {
   }
 
   private onMessage(message: string): void {
+    // every transaction's every step reaches every web process: none read when no socket here follows any
+    if (this.listeners.size === 0) return;
     const view = parseTransactionUpdate(message);
     if (view) this.dispatch(view);
   }

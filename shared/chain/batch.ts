@@ -32,11 +32,8 @@ const FITTED_KEPT = 8;
  * The length is the extrinsic's own; the weight is the runtime's answer (`paymentInfo`), asked only when no
  * batch seen before covers this one: a batch of calls all of one kind (the same pallet and call index) weighs
  * no more than a batch of that kind, under the same runtime version, with at least as many calls and at least
- * as many bytes of calls, since each call's weight grows with its length. That answer costs the node a runtime
- * call, which waits while it builds a block (400 to 700 ms of a submitter's round under a burst,
- * `docs/performance.md`); so the first batch of a kind asks about the largest batch of that kind there can be
- * (`max` copies of its longest call, halved until it fits), and every batch of that kind up to it is then
- * covered. A batch mixing kinds is always asked.
+ * as many bytes of calls, since each call's weight grows with its length. That answer cost each round of the
+ * submitter 100–150 ms of the node's time (`docs/performance.md`); a batch mixing kinds is always asked.
  */
 export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], max: number): Promise<number> {
   const consts = api.consts as unknown as Record<string, Record<string, any> | undefined>;
@@ -46,11 +43,6 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
   const maxLength = Number(consts.system!.blockLength!.max.normal.toString()) * BATCH_SHARE;
   const seen = fitted.get(api) ?? fitted.set(api, new Map()).get(api)!;
   let count = Math.min(callHexes.length, max, callsLimit);
-  const kindOfAll = count > 1 ? kindOf(api, callHexes.slice(0, count)) : undefined;
-  if (kindOfAll !== undefined && !seen.has(kindOfAll)) {
-    const longest = callHexes.slice(0, count).reduce((a, b) => (b.length > a.length ? b : a));
-    await probeKind(api, relayer, kindOfAll, longest, Math.min(max, callsLimit), { maxWeight, maxLength }, seen);
-  }
   while (count > 1) {
     const calls = callHexes.slice(0, count);
     const tx = batchOf(api, calls);
@@ -70,31 +62,6 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
 }
 
 const covers = (a: Fitted, b: Fitted) => b.count <= a.count && b.bytes <= a.bytes;
-
-/**
- * Learns the largest batch of `count` copies of a kind's call (halved until it fits) that the runtime takes,
- * and remembers it (that none is known, when not even two fit: the kind is not probed again).
- */
-async function probeKind(
-  api: ApiPromise,
-  relayer: KeyringPair,
-  kind: string,
-  callHex: string,
-  count: number,
-  limits: { readonly maxWeight: number; readonly maxLength: number },
-  seen: Map<string, Fitted[]>,
-): Promise<void> {
-  const callBytes = callHex.length / 2; // as fitBatch counts a batch's bytes
-  for (let n = count; n > 1; n = Math.floor(n / 2)) {
-    if (n * callBytes > limits.maxLength) continue; // too long before it is even built
-    const tx = batchOf(api, Array<string>(n).fill(callHex));
-    if (tx.encodedLength > limits.maxLength) continue;
-    if (refTime((await tx.paymentInfo(relayer)).weight) > limits.maxWeight) continue;
-    seen.set(kind, [{ count: n, bytes: n * callBytes }]);
-    return;
-  }
-  seen.set(kind, []);
-}
 
 /** The runtime version and the one kind of these calls (their first two bytes), or undefined when they mix kinds. */
 function kindOf(api: ApiPromise, callHexes: readonly string[]): string | undefined {

@@ -89,17 +89,14 @@ async function confirmInSpan(
   }
   const transactionId = created.id;
   span.setAttributes({ [ATTR.transaction]: transactionId, [ATTR.network]: quote.session.network });
+  // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
+  await store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined);
+  await publishTransactionRows(app, [created]);
   const labels = { transactionId, organizationId: principal.organizationId, type: kind, network: quote.session.network };
-  // three independent round trips, side by side (none depends on another, and none can undo the commit)
-  await Promise.all([
-    // a hold left in place lapses, and the next call finds the transaction (settleLapsedConfirm)
-    store.finishConfirm(principal.organizationId, jobId, session.audioKey).catch(() => undefined),
-    publishTransactionRows(app, [created]),
-    enqueueTransaction(app.queues, labels).catch((err) => {
-      // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
-      app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
-    }),
-  ]);
+  await enqueueTransaction(app.queues, labels).catch((err) => {
+    // The transaction is durable in PostgreSQL; the reconciler (maintenance queue) enqueues it later.
+    app.log.error({ err: { message: (err as Error).message }, transaction_id: transactionId }, 'could not enqueue confirmed transaction');
+  });
   return { transaction_id: transactionId, ws_url: `/v1/ws/transactions/${transactionId}`, status_url: `/v1/transactions/${transactionId}` };
 }
 

@@ -102,11 +102,7 @@ async function finalizeWithin(
   const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
   const finalized = await markFinalized(trx, tx, result, finalizedAt);
   const delivery = await recordEvent(trx, deps.box, {
-    transactionId: tx.id,
-    organizationId: tx.organizationId,
-    apiKeyId: tx.apiKeyId,
-    traceparent: tx.traceparent,
-    confirmedAt: tx.createdAt,
+    ...eventOf(tx),
     type: registering ? 'work_registered' : 'work_updated',
     payload: {
       event: registering ? 'work_registered' : 'work_updated',
@@ -233,11 +229,7 @@ export async function failWithin(
     result: { error: { code: reason, message } },
   });
   const delivery = await recordEvent(trx, deps.box, {
-    transactionId: tx.id,
-    organizationId: tx.organizationId,
-    apiKeyId: tx.apiKeyId,
-    traceparent: tx.traceparent,
-    confirmedAt: tx.createdAt,
+    ...eventOf(tx),
     type: 'work_failed',
     payload: {
       event: 'work_failed',
@@ -258,6 +250,15 @@ export async function failWithin(
     settled: [settlement(tx, 'failed', failedAt)],
   });
 }
+
+/** What an outcome's event carries of its transaction, besides its type and payload. */
+const eventOf = (tx: TransactionRow) => ({
+  transactionId: tx.id,
+  organizationId: tx.organizationId,
+  apiKeyId: tx.apiKeyId,
+  traceparent: tx.traceparent,
+  confirmedAt: tx.createdAt,
+});
 
 const settlement = (tx: TransactionRow, status: Settlement['status'], settledAt: Date): Settlement => ({
   network: tx.network,

@@ -66,20 +66,35 @@ describe('after-commit effects, with the handles a test gives', () => {
     const deps = {
       queues: { webhooks: queue('webhooks'), certificates: queue('certificates', true) },
       config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
-      // the transactions' rows to publish; the deliveries' destinations, each its own (so none share a job)
-      db: (table: string) =>
-        table === 'webhook_deliveries'
-          ? {
-              whereIn: (_c: string, ids: string[]) => ({
-                where: () => ({
-                  whereNull: () => ({ select: async () => ids.map((id, i) => ({ id, url: `https://r${i}.example/hook` })) }),
-                }),
+      // the deliveries' destinations, each its own (so none share a job), through knex's builder; the transactions'
+      // rows to publish, through a prepared statement on a connection of the pool (db/knex.ts `prepared`)
+      db: Object.assign(
+        (table: string) =>
+          table === 'webhook_deliveries' && {
+            whereIn: (_c: string, ids: string[]) => ({
+              where: () => ({
+                whereNull: () => ({ select: async () => ids.map((id, i) => ({ id, url: `https://r${i}.example/hook` })) }),
               }),
-            }
-          : {
-              whereIn: async (_c: string, ids: string[]) =>
-                ids.map((id) => ({ id, steps: [], current_step: 'validating', created_at: new Date(), updated_at: new Date() })),
-            },
+            }),
+          },
+        {
+          client: {
+            emit: () => undefined,
+            releaseConnection: async () => undefined,
+            acquireConnection: async () => ({
+              query: async ({ values }: { values: [string[]] }) => ({
+                rows: values[0].map((id) => ({
+                  id,
+                  steps: [],
+                  current_step: 'validating',
+                  created_at: new Date(),
+                  updated_at: new Date(),
+                })),
+              }),
+            }),
+          },
+        },
+      ),
       redis: {
         // one update is published alone, several through a pipeline
         publish: async (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),

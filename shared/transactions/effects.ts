@@ -51,13 +51,18 @@ export interface EffectDeps extends UpdateDeps {
  */
 export async function afterCommit(deps: EffectDeps, done: Effects): Promise<void> {
   for (const settlement of done.settled) deps.metrics.settled(settlement);
-  await enqueueCommitted(deps, done.deliveries);
-  await publishTransactionUpdates(deps, done.published);
-  await publishTransactionRows(deps, done.publishedRows);
-  await enqueueCertificates(deps.queues, done.certificates).catch((err: Error) =>
-    deps.log.warn(
-      { err: { message: err.message }, certificates: done.certificates.map(({ workId, version }) => `${workId}@${version}`) },
-      'certificates not enqueued; each will be rendered on first download',
-    ),
-  );
+  try {
+    await enqueueCommitted(deps, done.deliveries);
+  } finally {
+    // carried out even when the deliveries could not be enqueued: a job retried then finds its transaction ended and
+    // stops there, so its live update and certificate would otherwise be lost (neither throws: each only logs)
+    await publishTransactionUpdates(deps, done.published);
+    await publishTransactionRows(deps, done.publishedRows);
+    await enqueueCertificates(deps.queues, done.certificates).catch((err: Error) =>
+      deps.log.warn(
+        { err: { message: err.message }, certificates: done.certificates.map(({ workId, version }) => `${workId}@${version}`) },
+        'certificates not enqueued; each will be rendered on first download',
+      ),
+    );
+  }
 }

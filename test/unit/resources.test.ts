@@ -48,68 +48,74 @@ describe('resources per role', () => {
   });
 });
 
-describe('after-commit effects, with the handles a test gives', () => {
-  it("enqueues each delivery with the schedule's attempts, publishes once, asks for each certificate; a lost certificate only logs", async () => {
-    const added: { queue: string; name: string; data: unknown; opts: Record<string, unknown> }[] = [];
-    const queue = (name: string, fail = false) => ({
-      add: async (job: string, data: unknown, opts: Record<string, unknown>) => {
-        if (fail) throw new Error('redis away');
-        added.push({ queue: name, name: job, data, opts });
-      },
-      addBulk: async (jobs: { name: string; data: unknown; opts: Record<string, unknown> }[]) => {
-        if (fail) throw new Error('redis away');
-        for (const job of jobs) added.push({ queue: name, name: job.name, data: job.data, opts: job.opts });
-      },
-    });
-    const published: string[] = [];
-    const warnings: string[] = [];
-    const deps = {
-      queues: { webhooks: queue('webhooks'), certificates: queue('certificates', true) },
-      config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
-      // the deliveries' destinations, each its own (so none share a job), through knex's builder; the transactions'
-      // rows to publish, through a prepared statement on a connection of the pool (db/knex.ts `prepared`)
-      db: Object.assign(
-        (table: string) =>
-          table === 'webhook_deliveries' && {
-            whereIn: (_c: string, ids: string[]) => ({
-              where: () => ({
-                whereNull: () => ({ select: async () => ids.map((id, i) => ({ id, url: `https://r${i}.example/hook` })) }),
-              }),
+/** Effects' handles a test gives: queues (one failing, if named), a database and Redis that record what they are given. */
+function effectHandles(failing?: 'webhooks' | 'certificates') {
+  const added: { queue: string; name: string; data: unknown; opts: Record<string, unknown> }[] = [];
+  const queue = (name: string, fail = false) => ({
+    add: async (job: string, data: unknown, opts: Record<string, unknown>) => {
+      if (fail) throw new Error('redis away');
+      added.push({ queue: name, name: job, data, opts });
+    },
+    addBulk: async (jobs: { name: string; data: unknown; opts: Record<string, unknown> }[]) => {
+      if (fail) throw new Error('redis away');
+      for (const job of jobs) added.push({ queue: name, name: job.name, data: job.data, opts: job.opts });
+    },
+  });
+  const published: string[] = [];
+  const warnings: string[] = [];
+  const deps = {
+    queues: { webhooks: queue('webhooks', failing === 'webhooks'), certificates: queue('certificates', failing === 'certificates') },
+    config: { redis: { prefix: 'p' }, webhooks: { retrySchedule: [1, 5, 30] } },
+    // the deliveries' destinations, each its own (so none share a job), through knex's builder; the transactions'
+    // rows to publish, through a prepared statement on a connection of the pool (db/knex.ts `prepared`)
+    db: Object.assign(
+      (table: string) =>
+        table === 'webhook_deliveries' && {
+          whereIn: (_c: string, ids: string[]) => ({
+            where: () => ({
+              whereNull: () => ({ select: async () => ids.map((id, i) => ({ id, url: `https://r${i}.example/hook` })) }),
             }),
-          },
-        {
-          client: {
-            emit: () => undefined,
-            releaseConnection: async () => undefined,
-            acquireConnection: async () => ({
-              query: async ({ values }: { values: [string[]] }) => ({
-                rows: values[0].map((id) => ({
-                  id,
-                  steps: [],
-                  current_step: 'validating',
-                  created_at: new Date(),
-                  updated_at: new Date(),
-                })),
-              }),
-            }),
-          },
+          }),
         },
-      ),
-      redis: {
-        // one update is published alone, several through a pipeline
-        publish: async (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
-        pipeline: () => ({
-          publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
-          exec: async () => [],
-        }),
+      {
+        client: {
+          emit: () => undefined,
+          releaseConnection: async () => undefined,
+          acquireConnection: async () => ({
+            query: async ({ values }: { values: [string[]] }) => ({
+              rows: values[0].map((id) => ({
+                id,
+                steps: [],
+                current_step: 'validating',
+                created_at: new Date(),
+                updated_at: new Date(),
+              })),
+            }),
+          }),
+        },
       },
-      log: { warn: (_o: unknown, message: string) => warnings.push(message) },
-    } as unknown as EffectDeps;
-    const done = mergeEffects([
-      effects({ deliveries: [{ id: 'd1', traceparent: null }], published: ['t1'] }),
-      effects({ deliveries: [{ id: 'd2', traceparent: null }], certificates: [{ workId: 'w', version: 2 }] }),
-    ]);
+    ),
+    redis: {
+      // one update is published alone, several through a pipeline
+      publish: async (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
+      pipeline: () => ({
+        publish: (_c: string, m: string) => published.push(JSON.parse(m).transaction.transaction_id),
+        exec: async () => [],
+      }),
+    },
+    log: { warn: (_o: unknown, message: string) => warnings.push(message) },
+  } as unknown as EffectDeps;
+  return { deps, added, published, warnings };
+}
 
+describe('after-commit effects, with the handles a test gives', () => {
+  const done = mergeEffects([
+    effects({ deliveries: [{ id: 'd1', traceparent: null }], published: ['t1'] }),
+    effects({ deliveries: [{ id: 'd2', traceparent: null }], certificates: [{ workId: 'w', version: 2 }] }),
+  ]);
+
+  it("enqueues each delivery with the schedule's attempts, publishes once, asks for each certificate; a lost certificate only logs", async () => {
+    const { deps, added, published, warnings } = effectHandles('certificates');
     await afterCommit(deps, done);
     expect(added.map((a) => [a.queue, a.name, a.data, a.opts])).to.deep.equal([
       ['webhooks', 'deliver', { deliveryId: 'd1' }, { jobId: 'd1', attempts: 4, backoff: { type: 'schedule' } }],
@@ -117,5 +123,14 @@ describe('after-commit effects, with the handles a test gives', () => {
     ]);
     expect(published).to.deep.equal(['t1']);
     expect(warnings).to.deep.equal(['certificates not enqueued; each will be rendered on first download']);
+  });
+
+  it('publishes and asks for the certificates even when the deliveries cannot be enqueued, then fails (the job retries)', async () => {
+    const { deps, added, published } = effectHandles('webhooks');
+    let failed: Error | undefined;
+    await afterCommit(deps, done).catch((err: Error) => (failed = err));
+    expect(failed?.message).to.equal('redis away');
+    expect(published).to.deep.equal(['t1']);
+    expect(added.map((a) => [a.queue, a.data])).to.deep.equal([['certificates', { workId: 'w', version: 2 }]]);
   });
 });

@@ -67,20 +67,36 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
   try {
     done = await deps.db.transaction(async (trx) => {
       // every row of the group read and locked in one statement, in id order, the one order of every group
-      const rows = new Map((await findTransactions(trx, ids, { forUpdate: true })).map((tx) => [tx.id, tx]));
-      const each = new Map<string, Effects>();
-      for (const id of new Set(ids)) each.set(id, await finalizeWithin(trx, deps, rows.get(id), finalizedAt));
+      const rows = await findTransactions(trx, ids, { forUpdate: true });
+      // indexed in one order too, by organization and network: a work's insert locks its organization's counter
+      // (work_counts, a row per connection's shard), which two groups taking in opposite orders would deadlock on
+      rows.sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.network, b.network) || compare(a.id, b.id));
+      const each = new Map<string, Effects>(ids.map((id) => [id, effects({})])); // an unknown id: nothing to do
+      for (const tx of rows) each.set(tx.id, await finalizeWithin(trx, deps, tx, finalizedAt));
       return each;
     });
   } catch (err) {
     if (ids.length === 1) return [{ error: err }];
-    return Promise.all(ids.map(async (id) => (await finalizeGroup(deps, [id]))[0]!));
+    deps.log.warn(
+      { err: { message: (err as Error).message }, transactions: ids.length },
+      'finalization group failed: each finalized alone',
+    );
+    return Promise.all(
+      ids.map((id) =>
+        finalizeGroup(deps, [id]).then(
+          ([one]) => one!,
+          (error: unknown) => ({ error }),
+        ),
+      ),
+    );
   }
   // carried out together; should they fail, each job is retried, as a transaction finalized alone would be
   await afterCommit(deps, mergeEffects([...done.values()]));
   // each row as finalization left it (terminal: nothing changes it after), not read again
   return Promise.all(ids.map(async (id) => ({ row: done.get(id)!.publishedRows[0] ?? (await findTransaction(deps.db, id))! })));
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** One transaction's finalization (its row locked), inside the group's SQL transaction; what to carry out once it commits. */
 async function finalizeWithin(

@@ -11,7 +11,7 @@ import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
 import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
-import { bestBlockNumber, blockHashAt, HeadWatches, waitFinalized } from './heads';
+import { bestBlockNumber, blockHashAt, finalizedBlockNumber, HeadWatches, waitFinalized } from './heads';
 
 export type { AnchorRequest } from './dialect';
 export type { AnchorQuote, CallVerdict } from './quote';
@@ -166,6 +166,10 @@ export class AnchorService {
 
   async bestBlockNumber(network: Network): Promise<number> {
     return bestBlockNumber(await this.chains.api(network));
+  }
+
+  async finalizedBlockNumber(network: Network): Promise<number> {
+    return finalizedBlockNumber(await this.chains.api(network));
   }
 
   /**

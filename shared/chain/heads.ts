@@ -38,6 +38,10 @@ export async function bestBlockNumber(api: ApiPromise): Promise<number> {
   return (await api.rpc.chain.getHeader()).number.toNumber();
 }
 
+export async function finalizedBlockNumber(api: ApiPromise): Promise<number> {
+  return (await api.rpc.chain.getHeader(await api.rpc.chain.getFinalizedHead())).number.toNumber();
+}
+
 /** The canonical block's hash at a height, or undefined past the best block. */
 export async function blockHashAt(api: ApiPromise, height: number): Promise<string | undefined> {
   if (height > (await bestBlockNumber(api))) return undefined;

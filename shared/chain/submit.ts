@@ -18,7 +18,8 @@ export interface SignedBatch {
  * on a retracted block is refused by the node and its calls go out again). Given here, the era costs no more than
  * the one question for the best header: left to @polkadot, a mortal era asks the node four more (the best header's
  * parent, the finalized head and its header), each waiting while a busy node builds a block. `signedAtBlock` is the
- * era's birth, from which it ends `ERA_PERIOD` blocks on. Nothing is sent.
+ * era's birth, from which it ends `ERA_PERIOD` blocks on (on the chain that carries the bytes: the submitter holds
+ * them expired only once the finalized chain is past that). Nothing is sent.
  */
 export async function signBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], nonce: number): Promise<SignedBatch> {
   const best = await api.rpc.chain.getHeader();

@@ -260,14 +260,14 @@ export class RelayerSubmitter {
       try {
         inclusion = await this.anchors.submit(network, submission.extrinsicHex);
       } catch (err) {
-        // Read the chain's height and the relayer's nonce first, then look for the bytes: if they are not in
-        // a block now, a height past the era or a nonce past ours means they never will be.
-        const best = await this.anchors.bestBlockNumber(network);
+        // Read the chain's finalized height and the relayer's nonce first, then look for the bytes: if they are not in
+        // a block now, a finalized height past the era (no fork can carry them) or a nonce past ours means they never will be.
+        const finalized = await this.anchors.finalizedBlockNumber(network);
         const chainNonce = await this.anchors.onChainNonce(network);
         inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
         if (!inclusion) {
           const reason = (err as Error).message;
-          if (best >= submission.signedAtBlock + ERA_PERIOD)
+          if (finalized >= submission.signedAtBlock + ERA_PERIOD)
             return requeue(this.app, this.announcer, submission, 'expired', `its era ended unincluded (${reason})`);
           if (chainNonce > submission.nonce)
             return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);

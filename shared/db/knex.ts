@@ -115,11 +115,14 @@ export async function insertRow(db: Db | Knex.Transaction, table: string, row: R
     if (isKnexExpression(row[column])) throw new Error(`insertRow takes values, not SQL (${table}.${column})`);
     return row[column];
   });
-  const { name, text } = statementOf('insert', table, columns, returning, () => {
-    const list = columns.map((column) => `"${column}"`).join(', ');
-    return `INSERT INTO "${table}" (${list}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${returning}`;
-  });
+  const { name, text } = statementOf('insert', table, columns, returning, () => `${insertText(table, columns)} RETURNING ${returning}`);
   return (await prepared(db, name, text, values)).rows;
+}
+
+/** `INSERT INTO "table" ("column", …) VALUES ($from, …)`: one row's insert, its values numbered from `from`. */
+export function insertText(table: string, columns: readonly string[], from = 1): string {
+  const list = columns.map((column) => `"${column}"`).join(', ');
+  return `INSERT INTO "${table}" (${list}) VALUES (${columns.map((_, i) => `$${from + i}`).join(', ')})`;
 }
 
 /** PostgreSQL error codes the services react to. */

@@ -148,20 +148,12 @@ export async function enqueueDeadLetter(queues: Queues, deliveryId: string, labe
   await queues['webhooks-dead'].add(deliveryJobName('dead-delivery', labels), { deliveryId, ...labels }, { jobId: deliveryId });
 }
 
-/** A finalized version's certificate (one job per version). */
-export async function enqueueCertificate(queues: Queues, workId: string, version: number): Promise<void> {
-  await enqueueCertificates(queues, [{ workId, version }]);
-}
-
-/** Several certificates to render, in one round trip (a job id per version: one asked for twice is one job). */
+/** Finalized versions' certificates to render (a job id per version: one asked for twice is one job), in one round trip. */
 export async function enqueueCertificates(queues: Queues, versions: readonly JobData['certificates'][]): Promise<void> {
-  const job = ({ workId, version }: JobData['certificates']) => ({
-    name: 'render',
-    data: { workId, version },
-    opts: { jobId: `certificate-${workId}-${version}` },
-  });
-  if (versions.length === 1) await queues.certificates.add('render', versions[0]!, job(versions[0]!).opts);
-  else if (versions.length) await queues.certificates.addBulk(versions.map(job));
+  const jobs = versions.map((data) => ({ name: 'render', data, opts: { jobId: `certificate-${data.workId}-${data.version}` } }));
+  // one alone needs no bulk (a MULTI)
+  if (jobs.length === 1) await queues.certificates.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
+  else if (jobs.length) await queues.certificates.addBulk(jobs);
 }
 
 /** The repeatable housekeeping, one schedule per name however many workers call it. */

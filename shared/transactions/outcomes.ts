@@ -99,13 +99,7 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** One transaction's finalization (its row locked), inside the group's SQL transaction; what to carry out once it commits. */
-async function finalizeWithin(
-  trx: Knex.Transaction,
-  deps: OutcomeDeps,
-  tx: TransactionRow | undefined,
-  finalizedAt: Date,
-): Promise<Effects> {
-  if (!tx) return effects({});
+async function finalizeWithin(trx: Knex.Transaction, deps: OutcomeDeps, tx: TransactionRow, finalizedAt: Date): Promise<Effects> {
   // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
   if (tx.status === 'failed') return effects({ publishedRows: [tx] });
   if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });

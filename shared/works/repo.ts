@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared } from '../db/knex';
+import { insertText, prepared } from '../db/knex';
 import type { Network } from '../config';
 import type { Cursor } from './cursor';
 import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
@@ -193,51 +193,13 @@ export async function insertWork(trx: Knex.Transaction, work: NewWork, first: Wo
     latest_version_at: work.latestVersionAt,
   };
   const version = versionRow(first);
-  await prepared(trx, 'works_insert_with_version', INSERT_WORK_TEXT, [
-    ...WORK_COLUMNS.map((c) => row[c]),
-    ...VERSION_COLUMNS.map((c) => version[c]),
-  ]);
+  // the columns are the two rows' own, the same at every call: one statement text, prepared once per connection
+  insertWorkText ??= `WITH work AS (${insertText('works', Object.keys(row))}) ${insertText('work_versions', Object.keys(version), Object.keys(row).length + 1)}`;
+  await prepared(trx, 'works_insert_with_version', insertWorkText, [...Object.values(row), ...Object.values(version)]);
 }
 
-/** Every registration's: one prepared statement (db/knex.ts `prepared`), its columns fixed. */
-const WORK_COLUMNS = [
-  'id',
-  'organization_id',
-  'network',
-  'ats_id',
-  'owner',
-  'title',
-  'asset_filename',
-  'latest_version',
-  'latest_commitment',
-  'external_user_ref',
-  'access_code_hash',
-  'has_files',
-  'created_at',
-  'latest_version_at',
-] as const;
-const VERSION_COLUMNS = [
-  'work_id',
-  'version',
-  'transaction_id',
-  'commitment',
-  'media_hash',
-  'merkle_root',
-  'title',
-  'filename',
-  'creators',
-  'audio_key',
-  'audio_size',
-  'tx_hash',
-  'block_number',
-  'block_hash',
-  'extrinsic_index',
-  'finalized_at',
-] as const;
-const params = (from: number, count: number) => Array.from({ length: count }, (_, i) => `$${from + i}`).join(', ');
-const INSERT_WORK_TEXT =
-  `WITH work AS (INSERT INTO works (${WORK_COLUMNS.join(', ')}) VALUES (${params(1, WORK_COLUMNS.length)})) ` +
-  `INSERT INTO work_versions (${VERSION_COLUMNS.join(', ')}) VALUES (${params(WORK_COLUMNS.length + 1, VERSION_COLUMNS.length)})`;
+/** A registration's work and first version in one statement (`insertWork`), written at its first call. */
+let insertWorkText: string | undefined;
 
 /** The work's latest version number, its row locked until the caller's transaction ends (orders version writers). */
 export async function lockLatestVersion(trx: Knex.Transaction, workId: string): Promise<number> {

@@ -1,11 +1,11 @@
 import '../shared/telemetry/register-web';
-import http from 'node:http';
+import type http from 'node:http';
 import { loadConfigOrExit, type Config } from '../shared/config';
 import { createLogger, type Logger } from '../shared/logger';
 import { openResources } from '../shared/resources';
 import { createWebApp } from './app';
 import { attachLiveTracking, type LiveTracking } from './ws';
-import { answerClientErrors } from './client-errors';
+import { createHttpServer } from './http-server';
 import { HttpDrain } from './drain';
 import { stopTracing } from '../shared/telemetry/start';
 
@@ -26,13 +26,9 @@ export async function startWeb(config: Config, log: Logger): Promise<RunningWeb>
   const context = openResources(config, log.child({ process: 'web' }), 'web');
   const drain = new HttpDrain(context.log);
   const app = createWebApp(context, { lifecycle: drain });
-  const server = http.createServer(app.callback());
-  answerClientErrors(server);
+  const server = createHttpServer(app.callback());
   const live = attachLiveTracking(server, context);
   drain.watch(server);
-  server.headersTimeout = 15_000;
-  server.requestTimeout = 60_000;
-  server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve) => server.listen(config.http.port, config.http.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.http.port;

@@ -1,11 +1,10 @@
-import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { Config } from '../../shared/config';
 import { createLogger } from '../../shared/logger';
 import { openResources, type Resources } from '../../shared/resources';
 import { createWebApp, type WebAppOptions } from '../../web/app';
 import { attachLiveTracking, type LiveTracking } from '../../web/ws';
-import { answerClientErrors } from '../../web/client-errors';
+import { createHttpServer } from '../../web/http-server';
 import { testServices } from './services';
 import { checkResponse } from './contract';
 
@@ -39,8 +38,7 @@ export interface TestApp {
 export async function startApp(config: Config = testServices().config, options: WebAppOptions = {}): Promise<TestApp> {
   const context = openResources(config, testLogger(), 'web');
   await whenConnected(context);
-  const server = http.createServer(createWebApp(context, options).callback());
-  answerClientErrors(server);
+  const server = createHttpServer(createWebApp(context, options).callback());
   const live = attachLiveTracking(server, context);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -72,8 +70,17 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>;
 }
 
+/**
+ * Each exchange of the test client goes on a connection of its own. The client and the servers share this
+ * process's event loop, and a stall of a few seconds on a loaded machine can let a pooled connection be picked
+ * as the server closes it for idleness: the request then fails with ECONNRESET before reaching any route, a race
+ * that keep-alive clients can only retry (nodejs/undici#3492, nodejs/node#47130), and not every request of a
+ * test is safe to send twice. Tests of keep-alive itself use agents of their own.
+ */
+export const OWN_CONNECTION = { Connection: 'close' } as const;
+
 export async function call<T = any>(base: string, method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
-  const headers: Record<string, string> = { ...options.headers };
+  const headers: Record<string, string> = { ...OWN_CONNECTION, ...options.headers };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   let body: string | Buffer | undefined;
   if (options.raw !== undefined) body = options.raw;

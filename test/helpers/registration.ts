@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { call, eventually, type Reply } from './app';
+import { call, eventually, OWN_CONNECTION, type Reply } from './app';
 import type { Resources } from '../../shared/resources';
 
 export const creator = (overrides: Record<string, unknown> = {}) => ({
@@ -20,7 +20,7 @@ export const initBody = (overrides: Record<string, unknown> = {}) => ({
 });
 
 export async function upload(url: string, bytes: Buffer): Promise<Response> {
-  return fetch(url, { method: 'PUT', body: bytes as unknown as BodyInit });
+  return fetch(url, { method: 'PUT', body: bytes as unknown as BodyInit, headers: OWN_CONNECTION });
 }
 
 export interface Quoted {

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -16,6 +15,7 @@ import { configWith } from '../helpers/services';
 import { scrape, type Scrape } from '../helpers/prometheus';
 import { openResources } from '../../shared/resources';
 import { createWebApp } from '../../web/app';
+import { createHttpServer } from '../../web/http-server';
 import { startJobs } from '../../jobs/main';
 import { FEE_WINDOW_BLOCKS } from '../../shared/metrics/state';
 import { relayerAddress } from '../../shared/chain/keys';
@@ -224,7 +224,7 @@ describe('operations metrics (issue 22)', function () {
 
   it('answers in time while PostgreSQL hangs on a lock, and leaves no query of its behind', async () => {
     const context = openResources(config, testLogger(), 'web');
-    const server = http.createServer(createWebApp(context, { metricsStateMaxAgeMs: 0 }).callback());
+    const server = createHttpServer(createWebApp(context, { metricsStateMaxAgeMs: 0 }).callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     // another session holds the table as a migration would: a scrape's count waits on it, not refused
     const locker = await context.db.transaction();
@@ -259,7 +259,7 @@ describe('operations metrics (issue 22)', function () {
     });
     // the web app as web/main.ts builds it, without waiting for dependencies that will not come
     const context = openResources(away, testLogger(), 'web');
-    const server = http.createServer(createWebApp(context, { metricsStateMaxAgeMs: 0 }).callback());
+    const server = createHttpServer(createWebApp(context, { metricsStateMaxAgeMs: 0 }).callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const started = Date.now();

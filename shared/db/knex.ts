@@ -84,7 +84,13 @@ export const isKnexExpression = (value: unknown): boolean =>
 /** Per kind of statement, table, set of columns and what is returned: one prepared statement's name and text, made on first use. */
 const statements = new Map<string, { name: string; text: string }>();
 
-function statementOf(kind: 'update' | 'insert', table: string, columns: readonly string[], returning: string, write: () => string) {
+function statementOf(
+  kind: 'update' | 'insert' | 'insert_many' | 'update_many',
+  table: string,
+  columns: readonly string[],
+  returning: string,
+  write: () => string,
+) {
   const key = `${kind}|${table}|${columns.join(',')}|${returning}`;
   let statement = statements.get(key);
   if (!statement) {
@@ -123,6 +129,79 @@ export async function insertRow(db: Db | Knex.Transaction, table: string, row: R
 export function insertText(table: string, columns: readonly string[], from = 1): string {
   const list = columns.map((column) => `"${column}"`).join(', ');
   return `INSERT INTO "${table}" (${list}) VALUES (${columns.map((_, i) => `$${from + i}`).join(', ')})`;
+}
+
+/*
+ * Many rows in one statement: the rows go as one parameter, a JSON array that PostgreSQL reads as the table's own row
+ * type (json_populate_recordset), so each value is parsed by its column's type and a statement of any number of rows
+ * has one text, prepared once per connection. JSON columns go as values (not strings), byte columns as Buffers.
+ */
+
+/**
+ * The rows as `json_populate_recordset` reads them: a Buffer in bytea's hex form, every other value as JSON has it.
+ * Every row has the first's columns and a value for each: a column missing from a row would be written NULL.
+ */
+export function rowsParameter(rows: readonly Record<string, unknown>[]): string {
+  const columns = Object.keys(rows[0] ?? {});
+  for (const row of rows) {
+    const missing = columns.find((column) => row[column] === undefined);
+    if (missing !== undefined || Object.keys(row).length !== columns.length)
+      throw new Error(`rows take the same columns, each with a value (${missing ?? Object.keys(row).join(', ')})`);
+  }
+  return JSON.stringify(rows, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    if (isKnexExpression(raw)) throw new Error(`rows take values, not SQL (${key})`);
+    return Buffer.isBuffer(raw) ? `\\x${raw.toString('hex')}` : value;
+  });
+}
+
+/** `INSERT INTO "table" (…) SELECT … FROM json_populate_recordset(NULL::"table", $param::json)`: the rows of one parameter. */
+export function insertManyText(table: string, columns: readonly string[], param = 1): string {
+  const list = columns.map((column) => `"${column}"`).join(', ');
+  return `INSERT INTO "${table}" (${list}) SELECT ${list} FROM json_populate_recordset(NULL::"${table}", $${param}::json)`;
+}
+
+/**
+ * Inserts rows (snake_case columns, every row the same ones) in one prepared statement per table and set of
+ * columns; resolves with what `returning` names of each.
+ */
+export async function insertRows(
+  db: Db | Knex.Transaction,
+  table: string,
+  rows: readonly Record<string, unknown>[],
+  returning: string,
+): Promise<any[]> {
+  if (rows.length === 0) return [];
+  const columns = Object.keys(rows[0]!);
+  const { name, text } = statementOf(
+    'insert_many',
+    table,
+    columns,
+    returning,
+    () => `${insertManyText(table, columns)} RETURNING ${returning}`,
+  );
+  return (await prepared(db, name, text, [rowsParameter(rows)])).rows;
+}
+
+/**
+ * Changes the same columns of rows, each found by its `id` (the first column of every row), and their
+ * `updated_at`, in one prepared statement; resolves with the `returning` columns of each row changed.
+ */
+export async function updateRows(
+  db: Db | Knex.Transaction,
+  table: string,
+  rows: readonly Record<string, unknown>[],
+  returning: readonly string[],
+): Promise<any[]> {
+  if (rows.length === 0) return [];
+  const [id, ...columns] = Object.keys(rows[0]!);
+  if (id !== 'id') throw new Error(`updateRows: each row starts with its id (${table})`);
+  const { name, text } = statementOf('update_many', table, columns, returning.join(','), () => {
+    const set = [...columns.map((column) => `"${column}" = u."${column}"`), 'updated_at = now()'].join(', ');
+    const back = returning.map((column) => `t."${column}"`).join(', ');
+    return `UPDATE "${table}" AS t SET ${set} FROM json_populate_recordset(NULL::"${table}", $1::json) AS u WHERE t.id = u.id RETURNING ${back}`;
+  });
+  return (await prepared(db, name, text, [rowsParameter(rows)])).rows;
 }
 
 /** PostgreSQL error codes the services react to. */

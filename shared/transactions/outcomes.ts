@@ -1,14 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { SecretBox } from '../crypto/secret-box';
-import { findWallet } from '../organizations/repo';
 import { appendLedgerEntry } from '../ledger/service';
-import { recordEvent } from '../webhooks/service';
-import { indexFinalizedVersion } from '../works/indexing';
-import { explorerUrl } from '../chain/explorer';
-import { findTransaction, findTransactions, updateTransaction, type TransactionRow } from './repo';
+import { recordEvent, recordEvents } from '../webhooks/service';
+import { indexFinalizedVersions } from '../works/indexing';
+import { findTransaction, findTransactions, updateTransaction, updateTransactions, type TransactionRow } from './repo';
 import { enterStep } from './steps';
+import { eventOf, planFinalization, type PlannedFinalization } from './finalization';
 import { afterCommit, effects, mergeEffects, type EffectDeps, type Effects } from './effects';
 import { Coalescer } from '../coalesce';
 import type { Settlement } from '../metrics/events';
@@ -28,8 +26,6 @@ export interface TransactionDeps extends OutcomeDeps {
     'redis' | 'webhooks' | 'chains' | 'chainBatchMax' | 'chainBatchIntervalMs' | 'chainGiveUpAfterSeconds' | 'chainForgetOnNewGenesis'
   >;
 }
-
-type Inclusion = { readonly blockHash: string; readonly blockNumber: number; readonly index: number };
 
 /** A finalization's answer for one transaction of a group: its row as finalization left it, or why it failed. */
 type Finalized = { readonly row: TransactionRow } | { readonly error: unknown };
@@ -72,7 +68,7 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
       // (work_counts, a row per connection's shard), which two groups taking in opposite orders would deadlock on
       rows.sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.network, b.network) || compare(a.id, b.id));
       const each = new Map<string, Effects>(ids.map((id) => [id, effects({})])); // an unknown id: nothing to do
-      for (const tx of rows) each.set(tx.id, await finalizeWithin(trx, deps, tx, finalizedAt));
+      for (const [id, done] of await finalizeWithin(trx, deps, rows, finalizedAt)) each.set(id, done);
       return each;
     });
   } catch (err) {
@@ -98,123 +94,40 @@ async function finalizeGroup(deps: OutcomeDeps, ids: readonly string[]): Promise
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** One transaction's finalization (its row locked), inside the group's SQL transaction; what to carry out once it commits. */
-async function finalizeWithin(trx: Knex.Transaction, deps: OutcomeDeps, tx: TransactionRow, finalizedAt: Date): Promise<Effects> {
-  // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
-  if (tx.status === 'failed') return effects({ publishedRows: [tx] });
-  if (tx.status === 'finalized') return effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] });
-  const inclusion = includedBlock(tx);
-  const registering = tx.type === 'register';
-  const workId = registering ? tx.anchor.jobId : tx.workId!;
-  const version = registering ? 1 : tx.version!;
-  const accessCode = registering && !tx.externalUserRef ? `atc_${randomBytes(32).toString('hex')}` : undefined;
-  await indexVersion(trx, tx, { workId, version, inclusion, finalizedAt, accessCode });
-  const result = successResult(deps, tx, { workId, version, inclusion, finalizedAt });
-  const finalized = await markFinalized(trx, tx, result, finalizedAt);
-  const delivery = await recordEvent(trx, deps.box, {
-    ...eventOf(tx),
-    type: registering ? 'work_registered' : 'work_updated',
-    payload: {
-      event: registering ? 'work_registered' : 'work_updated',
-      transaction_id: tx.id,
-      organization_id: tx.organizationId,
-      api_key_id: tx.apiKeyId,
-      external_user_ref: tx.externalUserRef,
-      network: tx.network,
-      ats_id: tx.atsId,
-      tx_hash: tx.txHash,
-      block_number: result.block_number,
-      block_hash: result.block_hash,
-      access_code: null,
-      explorer_url: result.explorer_url,
-      finalized_at: result.finalized_at,
-      // docs/api.md#events: work_updated is work_registered's fields plus the version
-      ...(registering ? {} : { version }),
-    },
-    accessCode,
+/**
+ * The group's finalizations (their rows locked, in the order given), inside its SQL transaction: what to carry
+ * out once it commits, by id. Those not yet terminal are indexed, marked finalized and given their events with
+ * one statement each for all of them (works and their first versions, the transactions, events and deliveries).
+ */
+async function finalizeWithin(trx: Knex.Transaction, deps: OutcomeDeps, rows: readonly TransactionRow[], finalizedAt: Date) {
+  const each = new Map<string, Effects>();
+  const open: PlannedFinalization[] = [];
+  for (const tx of rows) {
+    // already terminal: a rerun after a crash between commit and effects publishes and asks for the certificate again
+    if (tx.status === 'failed') each.set(tx.id, effects({ publishedRows: [tx] }));
+    else if (tx.status === 'finalized')
+      each.set(tx.id, effects({ publishedRows: [tx], certificates: [{ workId: tx.workId!, version: tx.version! }] }));
+    else open.push(await planFinalization(trx, deps.config.chains, tx, finalizedAt));
+  }
+  if (!open.length) return each;
+  const [versions, changes, events] = [open.map((p) => p.version), open.map((p) => p.changes), open.map((p) => p.event)];
+  await indexFinalizedVersions(trx, versions);
+  const finalized = new Map((await updateTransactions(trx, changes)).map((row) => [row.id, row]));
+  if (finalized.size !== open.length) throw new Error(`finalized ${finalized.size} of ${open.length} locked transactions`);
+  const deliveries = await recordEvents(trx, deps.box, events);
+  open.forEach(({ tx, version }, i) => {
+    const delivery = deliveries[i];
+    each.set(
+      tx.id,
+      effects({
+        deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
+        publishedRows: [finalized.get(tx.id)!],
+        certificates: [{ workId: version.workId, version: version.version }],
+        settled: [settlement(tx, 'finalized', finalizedAt)],
+      }),
+    );
   });
-  return effects({
-    deliveries: delivery ? [{ ...delivery, traceparent: tx.traceparent }] : [],
-    publishedRows: [finalized],
-    certificates: [{ workId, version }],
-    settled: [settlement(tx, 'finalized', finalizedAt)],
-  });
-}
-
-/** The block recorded when the batch was included, now final and canonical. */
-function includedBlock(tx: TransactionRow): Inclusion {
-  if (tx.blockHash === null || tx.blockNumber === null || tx.extrinsicIndex === null)
-    throw new Error(`transaction ${tx.id} has no block to finalize`);
-  return { blockHash: tx.blockHash, blockNumber: tx.blockNumber, index: tx.extrinsicIndex };
-}
-
-interface Placement {
-  readonly workId: string;
-  readonly version: number;
-  readonly inclusion: Inclusion;
-  readonly finalizedAt: Date;
-}
-
-async function indexVersion(trx: Knex.Transaction, tx: TransactionRow, at: Placement & { accessCode?: string }): Promise<void> {
-  const wallet = await findWallet(trx, tx.organizationId, tx.network);
-  const { anchor } = tx;
-  await indexFinalizedVersion(trx, {
-    ...anchor,
-    transactionId: tx.id,
-    organizationId: tx.organizationId,
-    network: tx.network,
-    atsId: tx.atsId!,
-    workId: at.workId,
-    version: at.version,
-    owner: wallet!.address,
-    externalUserRef: tx.externalUserRef,
-    accessCodeHash: at.accessCode ? createHash('sha256').update(at.accessCode).digest() : null,
-    txHash: tx.txHash!,
-    blockNumber: at.inclusion.blockNumber,
-    blockHash: at.inclusion.blockHash,
-    extrinsicIndex: at.inclusion.index,
-    finalizedAt: at.finalizedAt,
-  });
-}
-
-/** The transaction's `result` on success (docs/api.md#transactions). */
-function successResult(deps: OutcomeDeps, tx: TransactionRow, at: Placement) {
-  return {
-    ats_id: tx.atsId,
-    version: at.version,
-    work_id: at.workId,
-    tx_hash: tx.txHash,
-    block_number: at.inclusion.blockNumber,
-    block_hash: at.inclusion.blockHash,
-    explorer_url: explorerUrl(deps.config.chains, tx.network, at.inclusion),
-    finalized_at: at.finalizedAt.toISOString(),
-  };
-}
-
-async function markFinalized(
-  trx: Knex.Transaction,
-  tx: TransactionRow,
-  result: ReturnType<typeof successResult>,
-  finalizedAt: Date,
-): Promise<TransactionRow> {
-  const row = await updateTransaction(
-    trx,
-    tx.id,
-    {
-      status: 'finalized',
-      current_step: 'completed',
-      steps: enterStep(tx.steps, 'completed', finalizedAt),
-      block_hash: result.block_hash,
-      block_number: result.block_number,
-      extrinsic_index: tx.extrinsicIndex,
-      work_id: result.work_id,
-      version: result.version,
-      result,
-      finalized_at: finalizedAt,
-    },
-    true,
-  );
-  return row!;
+  return each;
 }
 
 /**
@@ -260,15 +173,6 @@ export async function failWithin(
     settled: [settlement(tx, 'failed', failedAt)],
   });
 }
-
-/** What an outcome's event carries of its transaction, besides its type and payload. */
-const eventOf = (tx: TransactionRow) => ({
-  transactionId: tx.id,
-  organizationId: tx.organizationId,
-  apiKeyId: tx.apiKeyId,
-  traceparent: tx.traceparent,
-  confirmedAt: tx.createdAt,
-});
 
 const settlement = (tx: TransactionRow, status: Settlement['status'], settledAt: Date): Settlement => ({
   network: tx.network,

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Network } from '../config';
 import type { Step, TransactionStatus } from './steps';
-import { insertRow, isKnexExpression, prepared, preparedUpdate } from '../db/knex';
+import { insertRow, isKnexExpression, prepared, preparedUpdate, updateRows } from '../db/knex';
 import { ROW_COLUMNS, toTransaction, type ActivityRow, type NewTransactionRow, type OpenTransactionCount } from './row';
 import type { StuckTransaction, TransactionCount, TransactionRow } from './row';
 
@@ -40,6 +40,11 @@ export async function updateTransaction(db: Db, id: string, changes: Columns, re
   const { name, text } = preparedUpdate('transactions', columns, returning ? ROW : 'id');
   const { rows } = await prepared(db, name, text, [id, ...values]);
   return returning && rows[0] ? toTransaction(rows[0]) : undefined;
+}
+
+/** Changes the same columns of many transactions (each row's id first; JSON as values) in one statement; those rows now. */
+export async function updateTransactions(db: Db, rows: readonly Columns[]): Promise<TransactionRow[]> {
+  return (await updateRows(db, 'transactions', rows, ROW_COLUMNS)).map(toTransaction);
 }
 
 /* What the pipeline and the relayer's submitter read and write of transactions. */
@@ -130,9 +135,8 @@ export async function lockBatchItems(
     .select('id', 'status', 'steps', 'signings', 'batch_index', 'created_at');
 }
 
-export async function transactionIdsOfBatch(db: Db, submissionId: string): Promise<string[]> {
-  return db('transactions').where({ submission_id: submissionId }).pluck('id');
-}
+export const transactionIdsOfBatch = (db: Db, submissionId: string): Promise<string[]> =>
+  db('transactions').where({ submission_id: submissionId }).pluck('id');
 
 /** A retracted block: its items go back to "submitted". */
 export async function retractBatchItems(db: Db, submissionId: string): Promise<void> {
@@ -188,9 +192,8 @@ export async function earlierVersionUnfinished(db: Db, workId: string, transacti
   return Boolean(ahead);
 }
 
-export async function setVersionOnce(db: Db, id: string, version: number): Promise<void> {
-  await db('transactions').where({ id }).whereNull('version').update({ version });
-}
+export const setVersionOnce = (db: Db, id: string, version: number) =>
+  db('transactions').where({ id }).whereNull('version').update({ version });
 
 /** Every unfinished transaction of the network starts its way again, its call to be built anew; their count. */
 export async function restartUnfinished(db: Db, network: Network): Promise<number> {
@@ -237,10 +240,8 @@ export async function insertTransaction(trx: Knex.Transaction, row: NewTransacti
 /** These transactions, in one statement, in id order (unknown ids left out); locked in that order with `forUpdate`. */
 export async function findTransactions(db: Db, ids: readonly string[], options: { forUpdate?: boolean } = {}): Promise<TransactionRow[]> {
   if (!ids.length) return [];
-  const [name, text] = options.forUpdate
-    ? ['transactions_find_many_locked', `${FIND_MANY} FOR UPDATE`]
-    : ['transactions_find_many', FIND_MANY];
-  return (await prepared(db, name, text, [[...new Set(ids)]])).rows.map(toTransaction);
+  const [name, lock] = options.forUpdate ? ['transactions_find_many_locked', ' FOR UPDATE'] : ['transactions_find_many', ''];
+  return (await prepared(db, name, FIND_MANY + lock, [[...new Set(ids)]])).rows.map(toTransaction);
 }
 
 /** Of these job ids, those confirmed into a transaction. */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Coalescer } from '../coalesce';
-import { prepared } from '../db/knex';
+import { prepared, rowsParameter } from '../db/knex';
 import type { AttemptRecord, AttemptRow, DeadDeliveryRow, Delivery, EventDeliveryRow, EventRow } from './types';
 
 export type { AttemptRecord, DeadDeliveryRow, Delivery, EventRow } from './types';
@@ -120,37 +120,45 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
 
 // The event, and its delivery when the key that made the write has a webhook URL (read through the view api-keys
 // publishes), in one statement: the outcome's SQL transaction holds its row locks one round trip instead of three.
-const RECORD_EVENT = `
+const EVENT_COLUMNS = 'id, transaction_id, organization_id, api_key_id, type, payload, sealed_access_code, traceparent, confirmed_at';
+const RECORD_EVENTS = `
   WITH e AS (
-    INSERT INTO events (id, transaction_id, organization_id, api_key_id, type, payload, sealed_access_code, traceparent, confirmed_at)
-    VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
+    INSERT INTO events (${EVENT_COLUMNS})
+    SELECT ${EVENT_COLUMNS} FROM json_populate_recordset(NULL::events, $1::json)
     RETURNING id, api_key_id
   ), d AS (
     INSERT INTO webhook_deliveries (id, event_id, api_key_id, url)
-    SELECT $10, e.id, e.api_key_id, k.webhook_url FROM e JOIN api_key_webhooks k ON k.id = e.api_key_id
+    SELECT x.delivery_id, e.id, e.api_key_id, k.webhook_url
+      FROM e JOIN json_to_recordset($1::json) AS x(id uuid, delivery_id uuid) ON x.id = e.id
+      JOIN api_key_webhooks k ON k.id = e.api_key_id
      WHERE k.webhook_url <> ''
-    RETURNING url
+    RETURNING event_id, url
   )
-  SELECT url FROM d`;
+  SELECT event_id, url FROM d`;
 
 /**
- * Inserts the event and, when its key has a webhook URL, its delivery `deliveryId`; returns that URL, or null. Once
- * per finalized or failed transaction, in its SQL transaction: prepared once per connection (db/knex.ts).
+ * Inserts the events and, for each whose key has a webhook URL, its delivery (`deliveryId`), in one statement
+ * however many; returns each delivery's URL by its event's id (an event without one is not there). Once per
+ * finalized or failed transaction, in its SQL transaction: prepared once per connection (db/knex.ts).
  */
-export async function insertEventAndDelivery(trx: Knex.Transaction, e: EventRow, deliveryId: string): Promise<string | null> {
-  const { rows } = await prepared(trx, 'events_record', RECORD_EVENT, [
-    e.id,
-    e.transactionId,
-    e.organizationId,
-    e.apiKeyId,
-    e.type,
-    JSON.stringify(e.payload),
-    e.sealedAccessCode,
-    e.traceparent,
-    e.confirmedAt,
-    deliveryId,
-  ]);
-  return rows[0]?.url ?? null;
+export async function insertEventsAndDeliveries(
+  trx: Knex.Transaction,
+  events: readonly (EventRow & { readonly deliveryId: string })[],
+): Promise<Map<string, string>> {
+  const rows = events.map((e) => ({
+    id: e.id,
+    delivery_id: e.deliveryId,
+    transaction_id: e.transactionId,
+    organization_id: e.organizationId,
+    api_key_id: e.apiKeyId,
+    type: e.type,
+    payload: e.payload,
+    sealed_access_code: e.sealedAccessCode,
+    traceparent: e.traceparent,
+    confirmed_at: e.confirmedAt,
+  }));
+  const { rows: delivered } = await prepared(trx, 'events_record_many', RECORD_EVENTS, [rowsParameter(rows)]);
+  return new Map(delivered.map((r: { event_id: string; url: string }) => [r.event_id, r.url]));
 }
 
 export async function deadDeliveries(db: Knex, id?: string): Promise<DeadDeliveryRow[]> {

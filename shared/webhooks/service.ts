@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { SecretBox } from '../crypto/secret-box';
-import { insertEventAndDelivery, type Delivery } from './repo';
+import { insertEventsAndDeliveries, type Delivery } from './repo';
 import { webhookHost, type DeliveryLabels } from '../queue/labels';
 
 export type EventType = 'work_registered' | 'work_updated' | 'work_failed';
@@ -34,14 +34,29 @@ export function labelsOf(d: Pick<Delivery, 'organizationId' | 'transactionId' | 
 }
 
 /**
- * Records the one event of a transaction outcome and, when the key that made the write has a webhook URL,
- * its delivery. Runs inside the caller's SQL transaction; returns the delivery to enqueue after commit.
+ * Records the one event of each transaction outcome and, when the key that made the write has a webhook URL,
+ * its delivery, in one statement however many. Runs inside the caller's SQL transaction; returns, in the order
+ * of `events`, each delivery to enqueue after commit (null for an event without one).
  */
+export async function recordEvents(
+  trx: Knex.Transaction,
+  box: SecretBox,
+  events: readonly NewEvent[],
+): Promise<(RecordedDelivery | null)[]> {
+  if (events.length === 0) return [];
+  const rows = events.map((event) => {
+    const id = randomUUID();
+    const sealedAccessCode = event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null;
+    return { ...event, id, sealedAccessCode, deliveryId: randomUUID() };
+  });
+  const urls = await insertEventsAndDeliveries(trx, rows);
+  return rows.map((row) => {
+    const url = urls.get(row.id);
+    return url === undefined ? null : { id: row.deliveryId, labels: labelsOf({ ...row, event: row.type, url }) };
+  });
+}
+
+/** `recordEvents` for one outcome. */
 export async function recordEvent(trx: Knex.Transaction, box: SecretBox, event: NewEvent): Promise<RecordedDelivery | null> {
-  const id = randomUUID();
-  const sealedAccessCode = event.accessCode ? box.seal(Buffer.from(event.accessCode), accessCodeAad(id)) : null;
-  const deliveryId = randomUUID();
-  const url = await insertEventAndDelivery(trx, { ...event, id, sealedAccessCode }, deliveryId);
-  if (!url) return null;
-  return { id: deliveryId, labels: labelsOf({ ...event, event: event.type, url }) };
+  return (await recordEvents(trx, box, [event]))[0]!;
 }

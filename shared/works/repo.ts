@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { insertText, prepared } from '../db/knex';
+import { insertManyText, insertRows, prepared, rowsParameter } from '../db/knex';
 import type { Network } from '../config';
 import type { Cursor } from './cursor';
 import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
@@ -174,9 +174,19 @@ export async function latestVersion(db: Knex, workId: string): Promise<WorkVersi
 /** A registration's finalized work row (its first version is inserted alongside). */
 export type NewWork = Omit<WorkRecord, 'latestVersion'> & { readonly accessCodeHash: Buffer | null };
 
-/** A registration's work and its first version, in one statement (the version's row refers to the work's). */
-export async function insertWork(trx: Knex.Transaction, work: NewWork, first: WorkVersionRecord): Promise<void> {
-  const row = {
+/** A registration's work and its first version, as the finalized index receives them. */
+export interface NewWorkWithVersion {
+  readonly work: NewWork;
+  readonly first: WorkVersionRecord;
+}
+
+/**
+ * Registrations' works and their first versions, in one statement however many (the versions' rows refer to
+ * the works'); the works go in in the order given, which is the order their counters are locked in (work_counts).
+ */
+export async function insertWorks(trx: Knex.Transaction, registrations: readonly NewWorkWithVersion[]): Promise<void> {
+  if (registrations.length === 0) return;
+  const rows = registrations.map(({ work }) => ({
     id: work.id,
     organization_id: work.organizationId,
     network: work.network,
@@ -191,15 +201,15 @@ export async function insertWork(trx: Knex.Transaction, work: NewWork, first: Wo
     has_files: work.hasFiles,
     created_at: work.createdAt,
     latest_version_at: work.latestVersionAt,
-  };
-  const version = versionRow(first);
-  // the columns are the two rows' own, the same at every call: one statement text, prepared once per connection
-  insertWorkText ??= `WITH work AS (${insertText('works', Object.keys(row))}) ${insertText('work_versions', Object.keys(version), Object.keys(row).length + 1)}`;
-  await prepared(trx, 'works_insert_with_version', insertWorkText, [...Object.values(row), ...Object.values(version)]);
+  }));
+  const versions = registrations.map(({ first }) => versionRow(first));
+  // the columns are the rows' own, the same at every call: one statement text, prepared once per connection
+  insertWorksText ??= `WITH work AS (${insertManyText('works', Object.keys(rows[0]!))}) ${insertManyText('work_versions', Object.keys(versions[0]!), 2)}`;
+  await prepared(trx, 'works_insert_with_versions', insertWorksText, [rowsParameter(rows), rowsParameter(versions)]);
 }
 
-/** A registration's work and first version in one statement (`insertWork`), written at its first call. */
-let insertWorkText: string | undefined;
+/** Registrations' works and first versions in one statement (`insertWorks`), written at its first call. */
+let insertWorksText: string | undefined;
 
 /** The work's latest version number, its row locked until the caller's transaction ends (orders version writers). */
 export async function lockLatestVersion(trx: Knex.Transaction, workId: string): Promise<number> {
@@ -223,7 +233,7 @@ export async function advanceWork(
 }
 
 export async function insertVersion(trx: Knex.Transaction, v: WorkVersionRecord): Promise<void> {
-  await trx('work_versions').insert(versionRow(v));
+  await insertRows(trx, 'work_versions', [versionRow(v)], 'version');
 }
 
 const versionRow = (v: WorkVersionRecord) => ({
@@ -235,7 +245,7 @@ const versionRow = (v: WorkVersionRecord) => ({
   merkle_root: v.merkleRoot,
   title: v.title,
   filename: v.filename,
-  creators: JSON.stringify(v.creators),
+  creators: v.creators, // a JSON column's value, as rowsParameter takes it
   audio_key: v.audioKey,
   audio_size: v.audioSize,
   tx_hash: v.txHash,

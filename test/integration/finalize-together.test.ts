@@ -6,6 +6,7 @@ import { createKey, createOrg } from '../helpers/factories';
 import { insertTransaction, updateTransaction } from '../../shared/transactions/repo';
 import { enterStep } from '../../shared/transactions/steps';
 import { finalize } from '../../shared/transactions/outcomes';
+import { findWallet } from '../../shared/organizations/repo';
 import type { AnchorPayload } from '../../shared/transactions/anchor';
 
 /**
@@ -70,17 +71,18 @@ describe('finalization of transactions that reach finality together', function (
     return tx.id;
   }
 
-  /** How many SQL transactions `run` began. */
-  async function sqlTransactions(run: () => Promise<unknown>): Promise<number> {
-    let began = 0;
-    const count = (q: { sql: string }) => void (/^BEGIN/i.test(q.sql) && began++);
+  /** How many statements each SQL transaction that `run` began ran, BEGIN and COMMIT included, in order. */
+  async function sqlTransactions(run: () => Promise<unknown>): Promise<number[]> {
+    const statements = new Map<string, number>();
+    const count = (q: { __knexTxId?: string }) =>
+      void (q.__knexTxId && statements.set(q.__knexTxId, (statements.get(q.__knexTxId) ?? 0) + 1));
     app.context.db.on('query', count);
     try {
       await run();
     } finally {
       app.context.db.off('query', count);
     }
-    return began;
+    return [...statements.values()];
   }
 
   const finalized = async (ids: string[]) => {
@@ -96,11 +98,15 @@ describe('finalization of transactions that reach finality together', function (
   it('finalizes them in fewer SQL transactions than there are of them, each with its work, event, delivery and certificate', async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, () => inBlock()));
     let rows: Awaited<ReturnType<typeof finalize>>[] = [];
-    const began = await sqlTransactions(async () => {
+    await findWallet(app.context.db, organizationId, 'testnet'); // kept by the process: neither finalization reads it
+    const statements = await sqlTransactions(async () => {
       rows = await Promise.all(ids.map((id) => finalize(app.context, id)));
     });
-    // the first alone (nothing was under way), the eleven asked for meanwhile together
-    expect(began).to.equal(2);
+    // the first alone (nothing was under way), the eleven asked for meanwhile together, with as many statements as
+    // the one alone: the rows read and locked, the works with their versions, the transactions, the events
+    expect(statements).to.have.length(2);
+    expect(statements[1], `statements of the group of eleven, against ${statements[0]} alone`).to.equal(statements[0]);
+    expect(statements[0]).to.equal(6); // BEGIN, the rows locked, three writes, COMMIT
     expect(rows.map((r) => r.id)).to.deep.equal(ids);
     expect(rows.every((r) => r.status === 'finalized' && r.currentStep === 'completed')).to.equal(true);
     const after = await finalized(ids);
@@ -112,6 +118,37 @@ describe('finalization of transactions that reach finality together', function (
       after.events.map((e) => e.id),
     );
     expect(deliveries).to.have.length(12);
+    // each value written as its column's type: JSON as JSON (not strings), bytes as bytes, times as given
+    const written = await app.context
+      .db('work_versions as v')
+      .join('works as w', 'w.id', 'v.work_id')
+      .join('transactions as t', 't.id', 'v.transaction_id')
+      .join('events as e', 'e.transaction_id', 't.id')
+      .whereIn('t.id', ids)
+      .select(
+        app.context.db.raw(`jsonb_typeof(v.creators) AS creators, jsonb_typeof(t.steps) AS steps, jsonb_typeof(t.result) AS result`),
+        app.context.db.raw(`jsonb_typeof(e.payload) AS payload, length(w.access_code_hash) AS hash_bytes`),
+        app.context.db.raw(`e.sealed_access_code IS NOT NULL AS sealed, t.finalized_at = v.finalized_at AS same_time`),
+        app.context.db.raw(
+          `t.result->>'finalized_at' = e.payload->>'finalized_at' AS announced_time, v.creators->0->>'full_name' AS creator`,
+        ),
+      );
+    expect(written).to.have.length(12);
+    expect(new Set(written.map((w) => JSON.stringify(w)))).to.deep.equal(
+      new Set([
+        JSON.stringify({
+          creators: 'array',
+          steps: 'array',
+          result: 'object',
+          payload: 'object',
+          hash_bytes: 32,
+          sealed: true,
+          same_time: true,
+          announced_time: true,
+          creator: 'A. Composer',
+        }),
+      ]),
+    );
     const certificates = await Promise.all(rows.map((r) => app.context.queues.certificates.getJob(`certificate-${r.workId}-1`)));
     expect(certificates.every(Boolean), 'a certificate asked for each').to.equal(true);
     // finalized again (a rerun after a crash): nothing is written twice

@@ -5,7 +5,7 @@ import { createDb } from '../../shared/db/knex';
 import { SecretBox } from '../../shared/crypto/secret-box';
 import { createOrganization } from '../../shared/organizations/service';
 import { createApiKey } from '../../shared/api-keys/service';
-import { findTransaction, insertTransaction, setCallOnce, updateTransaction } from '../../shared/transactions/repo';
+import { findTransaction, insertTransaction, setCallOnce, updateTransaction, updateTransactions } from '../../shared/transactions/repo';
 import { enterStep } from '../../shared/transactions/steps';
 import type { AnchorPayload } from '../../shared/transactions/anchor';
 import { testServices, useOwnDatabase } from '../helpers/services';
@@ -81,6 +81,57 @@ describe('transactions: prepared statements', function () {
     expect(again, 'the call is set once').to.equal(undefined);
     expect((await findTransaction(db, tx.id))!, 'nor its steps').to.deep.include({ callHex: '0x01', currentStep: 'signing' });
     expect(await findTransaction(db, randomUUID())).to.equal(undefined);
+  });
+
+  it('changes many rows in one statement, each value read by its column type, before and after a column is added', async () => {
+    const [a, b] = [await newTransaction(), await newTransaction()];
+    const at = new Date('2026-11-27T10:11:12.345Z');
+    const rowsOf = (t: typeof a, code: string) => ({
+      id: t.id,
+      current_step: 'failed',
+      steps: enterStep(t.steps, 'failed', at),
+      result: { error: { code, message: 'it\'s "quoted" \\ and ünïcode' } },
+      submit_after: at,
+      tx_hash: null,
+    });
+    const statements: string[] = [];
+    const seen = (q: { sql: string }) => void statements.push(q.sql);
+    db.on('query', seen);
+    const changed = await updateTransactions(db, [rowsOf(a, 'a'), rowsOf(b, 'b')]).finally(() => db.off('query', seen));
+    expect(statements, 'one statement').to.have.length(1);
+    expect(changed.map((r) => r.id).sort()).to.deep.equal([a.id, b.id].sort());
+    const back = (await findTransaction(db, b.id))!;
+    expect(back.result).to.deep.equal({ error: { code: 'b', message: 'it\'s "quoted" \\ and ünïcode' } });
+    expect(back.steps.map((s) => [s.name, s.at])).to.deep.equal(rowsOf(b, 'b').steps.map((s) => [s.name, s.at]));
+    const types = await db('transactions')
+      .where({ id: a.id })
+      .first(
+        db.raw('jsonb_typeof(steps) AS steps, jsonb_typeof(result) AS result, submit_after, tx_hash, updated_at > ? AS touched', [
+          a.updatedAt,
+        ]),
+      );
+    expect(types).to.deep.equal({ steps: 'array', result: 'object', submit_after: at, tx_hash: null, touched: true });
+    await db.raw('ALTER TABLE transactions ADD COLUMN added_by_a_later_release text');
+    try {
+      const [again] = await updateTransactions(db, [{ id: a.id, current_step: 'completed' }]);
+      expect(again!.currentStep, 'after the column was added').to.equal('completed');
+    } finally {
+      await db.raw('ALTER TABLE transactions DROP COLUMN added_by_a_later_release');
+    }
+    let refused: Error | undefined;
+    await updateTransactions(db, [{ id: a.id, submit_after: db.raw('now()') }]).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/values, not SQL \(submit_after\)/);
+    await updateTransactions(db, [{ status: 'failed', id: a.id }]).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/each row starts with its id/);
+    // a value left out would be written NULL, not left as it was: refused
+    await updateTransactions(db, [{ id: a.id, status: 'failed', tx_hash: undefined }]).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/same columns, each with a value \(tx_hash\)/);
+    await updateTransactions(db, [
+      { id: b.id, status: 'failed' },
+      { id: a.id, result: null },
+    ]).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/same columns, each with a value \(status\)/);
+    expect((await findTransaction(db, a.id))!.currentStep, 'neither refusal changed it').to.equal('completed');
   });
 
   it('keeps working on a connection that prepared them before a column was added', async () => {

@@ -138,7 +138,8 @@ export function insertText(table: string, columns: readonly string[], from = 1):
  */
 
 /**
- * The rows as `json_populate_recordset` reads them: a Buffer in bytea's hex form, every other value as JSON has it.
+ * The rows as `json_populate_recordset` reads them: bytes (a Buffer, any Uint8Array) in bytea's hex form, every other
+ * value as JSON has it (a JSON column's value, not its text: a string is stored as a JSON string).
  * Every row has the first's columns and a value for each: a column missing from a row would be written NULL.
  */
 export function rowsParameter(rows: readonly Record<string, unknown>[]): string {
@@ -152,7 +153,12 @@ export function rowsParameter(rows: readonly Record<string, unknown>[]): string 
       const value = row[column];
       if (value === undefined) throw new Error(`rows take the same columns, each with a value (${column})`);
       if (isKnexExpression(value)) throw new Error(`rows take values, not SQL (${column})`);
-      out[column] = Buffer.isBuffer(value) ? `\\x${value.toString('hex')}` : value;
+      // what JSON would turn into NULL, or into other bytes, without a word: refused, as a typed parameter refuses it
+      if ((typeof value === 'number' && !Number.isFinite(value)) || (value instanceof Date && Number.isNaN(value.getTime())))
+        throw new Error(`rows take finite numbers and valid dates (${column})`);
+      if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`rows take JSON's values (${column})`);
+      out[column] =
+        value instanceof Uint8Array ? `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}` : value;
     }
     return out;
   });

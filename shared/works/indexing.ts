@@ -17,7 +17,7 @@ export interface FinalizedVersion extends WorkVersionRecord {
 
 /**
  * Writes final versions into the index, inside the caller's transaction: registrations create their works with
- * their first versions (together, in one statement, in the order given), then each version moves its work's
+ * their first versions (together, in one statement), then each version, in the order given, moves its work's
  * latest version on. Versions of a work are numbered one after another; the work's row lock orders concurrent
  * writers, and a version out of turn is refused.
  */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { insertManyText, insertRows, prepared, rowsParameter } from '../db/knex';
 import type { Network } from '../config';
 import type { Cursor } from './cursor';
-import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
+import type { Creator, WorkRecord, WorkScope, WorkVersionRecord } from './types';
 
 export const toWork = (r: Record<string, any>): WorkRecord => ({
   id: r.id,
@@ -182,7 +182,7 @@ export interface NewWorkWithVersion {
 
 /**
  * Registrations' works and their first versions, in one statement however many (the versions' rows refer to
- * the works'); the works go in in the order given, which is the order their counters are locked in (work_counts).
+ * the works'); their organizations' counters (work_counts) are locked by its trigger, in organization and network order.
  */
 export async function insertWorks(trx: Knex.Transaction, registrations: readonly NewWorkWithVersion[]): Promise<void> {
   if (registrations.length === 0) return;
@@ -245,7 +245,9 @@ const versionRow = (v: WorkVersionRecord) => ({
   merkle_root: v.merkleRoot,
   title: v.title,
   filename: v.filename,
-  creators: v.creators, // a JSON column's value, as rowsParameter takes it
+  // a JSON column's value, as rowsParameter takes it; an anchor backfilled without creators (20261123000000) holds null,
+  // which a typed parameter wrote as JSON's null and would now be SQL's NULL, refused by the column
+  creators: (v.creators as readonly Creator[] | null) ?? [],
   audio_key: v.audioKey,
   audio_size: v.audioSize,
   tx_hash: v.txHash,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { createKey, createOrg } from '../helpers/factories';
@@ -7,6 +7,7 @@ import { insertTransaction, updateTransaction } from '../../shared/transactions/
 import { enterStep } from '../../shared/transactions/steps';
 import { finalize } from '../../shared/transactions/outcomes';
 import { findWallet } from '../../shared/organizations/repo';
+import { accessCodeAad } from '../../shared/webhooks/service';
 import type { AnchorPayload } from '../../shared/transactions/anchor';
 
 /**
@@ -21,16 +22,32 @@ describe('finalization of transactions that reach finality together', function (
   let app: TestApp;
   let organizationId: string;
   let apiKeyId: string;
+  /** A second organization, its key with a webhook URL of its own. */
+  let other: Owner;
   before(async () => {
     ({ app } = stack);
     organizationId = await createOrg(app.context);
     apiKeyId = (await createKey(app.context, organizationId, ['works:register'], 'http://127.0.0.1:9/hook')).id;
+    const otherOrganization = await createOrg(app.context);
+    const otherKey = await createKey(app.context, otherOrganization, ['works:register'], 'http://127.0.0.1:9/other-hook');
+    other = { organizationId: otherOrganization, apiKeyId: otherKey.id };
   });
+
+  interface Owner {
+    readonly organizationId: string;
+    readonly apiKeyId: string;
+  }
 
   const hex = (bytes: number) => `0x${randomBytes(bytes).toString('hex')}`;
 
-  /** A registration in a block, waiting for finality; `withoutBlock`: one whose block was never recorded. */
-  async function inBlock(withoutBlock = false): Promise<string> {
+  /**
+   * A registration in a block, waiting for finality; `withoutBlock`: one whose block was never recorded. By default
+   * the first organization's, titled "Together", with an ats_id of its own.
+   */
+  async function inBlock(
+    withoutBlock = false,
+    { owner, title = 'Together', atsId = Math.floor(Math.random() * 2 ** 30) }: { owner?: Owner; title?: string; atsId?: number } = {},
+  ): Promise<string> {
     const jobId = randomUUID();
     const anchor: AnchorPayload = {
       jobId,
@@ -39,7 +56,7 @@ describe('finalization of transactions that reach finality together', function (
       merkleRoot: hex(32),
       audioKey: `audio/${jobId}`,
       audioSize: 1024,
-      title: 'Together',
+      title,
       filename: 'together.wav',
       creators: [{ full_name: 'A. Composer', roles: { composer: true } }],
       reusedAudio: false,
@@ -48,14 +65,14 @@ describe('finalization of transactions that reach finality together', function (
       insertTransaction(trx, {
         id: randomUUID(),
         jobId,
-        organizationId,
-        apiKeyId,
+        organizationId: owner?.organizationId ?? organizationId,
+        apiKeyId: owner?.apiKeyId ?? apiKeyId,
         network: 'testnet',
         type: 'register',
         steps: enterStep([], 'validating'),
         anchor,
         priceCredits: 5,
-        atsId: Math.floor(Math.random() * 2 ** 30),
+        atsId,
         workId: null,
         externalUserRef: null,
         traceparent: null,
@@ -169,5 +186,75 @@ describe('finalization of transactions that reach finality together', function (
     expect(after.events).to.have.length(6);
     expect((await finalized([bad])).statuses).to.deep.equal(['in_block']);
     expect((await finalized([bad])).events).to.have.length(0);
+  });
+  it("writes each one's work, version, event and delivery for its own transaction, across organizations", async () => {
+    const owners = [{ organizationId, apiKeyId }, other];
+    const counted = async (organization: string) =>
+      Number(
+        (await app.context.db('work_counts').where({ organization_id: organization }).sum<{ sum: string | null }[]>('works as sum'))[0]!
+          .sum ?? 0,
+      );
+    const countsBefore = await Promise.all(owners.map((o) => counted(o.organizationId)));
+    const titles = Array.from({ length: 10 }, (_, i) => `Work ${i} ${randomUUID()}`);
+    const ids = await Promise.all(titles.map((title, i) => inBlock(false, { owner: owners[i % 2], title })));
+    const statements = await sqlTransactions(() => Promise.all(ids.map((id) => finalize(app.context, id))));
+    expect(statements, 'one alone, nine together').to.have.length(2);
+    const db = app.context.db;
+    const rows = await db('transactions as t')
+      .join('works as w', 'w.id', 't.work_id')
+      .join('work_versions as v', 'v.transaction_id', 't.id')
+      .join('events as e', 'e.transaction_id', 't.id')
+      .join('webhook_deliveries as d', 'd.event_id', 'e.id')
+      .whereIn('t.id', ids)
+      .select(
+        't.id',
+        't.organization_id',
+        't.api_key_id',
+        't.ats_id',
+        'w.organization_id as work_organization',
+        'w.ats_id as work_ats_id',
+        'w.title as work_title',
+        'w.access_code_hash',
+        'v.work_id as version_work',
+        'v.title as version_title',
+        'e.id as event_id',
+        'e.organization_id as event_organization',
+        'e.api_key_id as event_key',
+        'e.payload',
+        'e.sealed_access_code',
+        'd.url',
+        'd.api_key_id as delivery_key',
+      );
+    expect(rows.map((r) => r.id).sort()).to.deep.equal([...ids].sort());
+    for (const r of rows) {
+      const i = ids.indexOf(r.id);
+      const owner = owners[i % 2]!;
+      expect([r.organization_id, r.work_organization, r.event_organization]).to.deep.equal(Array(3).fill(owner.organizationId));
+      expect([r.api_key_id, r.event_key, r.delivery_key]).to.deep.equal(Array(3).fill(owner.apiKeyId));
+      expect([r.work_title, r.version_title]).to.deep.equal([titles[i], titles[i]]);
+      expect(r.work_ats_id).to.equal(r.ats_id);
+      expect(r.url).to.equal(i % 2 ? 'http://127.0.0.1:9/other-hook' : 'http://127.0.0.1:9/hook');
+      expect(r.payload).to.include({ transaction_id: r.id, organization_id: owner.organizationId, api_key_id: owner.apiKeyId });
+      expect(Number(r.payload.ats_id)).to.equal(Number(r.ats_id));
+      // the access code sealed for this event is the one whose hash this work keeps
+      const accessCode = app.context.box.open(r.sealed_access_code, accessCodeAad(r.event_id));
+      expect(createHash('sha256').update(accessCode).digest().equals(r.access_code_hash), `access code of ${r.id}`).to.equal(true);
+    }
+    // the organizations' counters, kept by a statement-level trigger, grew by each one's own works
+    expect(await Promise.all(owners.map((o) => counted(o.organizationId)))).to.deep.equal(countsBefore.map((n) => n + 5));
+  });
+
+  it('finalizes each alone when one write of the group fails (an ats_id taken twice): one of the two fails, the rest end', async () => {
+    const atsId = Math.floor(Math.random() * 2 ** 30);
+    const filler = await inBlock();
+    const rest = await Promise.all([inBlock(), inBlock(false, { atsId }), inBlock(), inBlock(false, { atsId }), inBlock()]);
+    const outcomes = await Promise.allSettled([filler, ...rest].map((id) => finalize(app.context, id)));
+    const rejected = outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code?: string }).code] : []));
+    expect(rejected, 'the second of the two works on one ats_id').to.deep.equal(['23505']);
+    const after = await finalized([filler, ...rest]);
+    expect(after.statuses.filter((status) => status === 'finalized')).to.have.length(5);
+    expect(after.statuses.filter((status) => status === 'in_block')).to.have.length(1);
+    expect(after.works).to.equal(5);
+    expect(after.events).to.have.length(5);
   });
 });

@@ -113,8 +113,12 @@ describe('transactions: prepared statements', function () {
     expect(types).to.deep.equal({ steps: 'array', result: 'object', submit_after: at, tx_hash: null, touched: true });
     await db.raw('ALTER TABLE transactions ADD COLUMN added_by_a_later_release text');
     try {
-      const [again] = await updateTransactions(db, [{ id: a.id, current_step: 'completed' }]);
-      expect(again!.currentStep, 'after the column was added').to.equal('completed');
+      // the same columns: the statement this connection prepared before the column was added
+      const again = await updateTransactions(db, [{ ...rowsOf(a, 'again'), current_step: 'completed' }]);
+      expect(
+        again.map((r) => [r.currentStep, r.result]),
+        'after the column was added',
+      ).to.deep.equal([['completed', { error: { code: 'again', message: rowsOf(a, 'again').result.error.message } }]]);
     } finally {
       await db.raw('ALTER TABLE transactions DROP COLUMN added_by_a_later_release');
     }
@@ -131,7 +135,18 @@ describe('transactions: prepared statements', function () {
       { id: a.id, result: null },
     ]).catch((err: Error) => (refused = err));
     expect(refused?.message).to.match(/same columns, each with a value \(status\)/);
-    expect((await findTransaction(db, a.id))!.currentStep, 'neither refusal changed it').to.equal('completed');
+    for (const [value, why] of [
+      [Number.NaN, /finite numbers and valid dates \(signings\)/],
+      [new Date(Number.NaN), /finite numbers and valid dates \(signings\)/],
+      [() => 1, /JSON's values \(signings\)/],
+    ] as const) {
+      const refusal = await updateTransactions(db, [{ id: a.id, signings: value }]).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(refusal?.message, String(value)).to.match(why);
+    }
+    expect((await findTransaction(db, a.id))!.currentStep, 'no refusal changed it').to.equal('completed');
   });
 
   it('keeps working on a connection that prepared them before a column was added', async () => {

@@ -46,7 +46,12 @@ describe('finalization of transactions that reach finality together', function (
    */
   async function inBlock(
     withoutBlock = false,
-    { owner, title = 'Together', atsId = Math.floor(Math.random() * 2 ** 30) }: { owner?: Owner; title?: string; atsId?: number } = {},
+    {
+      owner,
+      title = 'Together',
+      atsId = Math.floor(Math.random() * 2 ** 30),
+      creators = [{ full_name: 'A. Composer', roles: { composer: true } }],
+    }: { owner?: Owner; title?: string; atsId?: number; creators?: AnchorPayload['creators'] | null } = {},
   ): Promise<string> {
     const jobId = randomUUID();
     const anchor: AnchorPayload = {
@@ -58,7 +63,7 @@ describe('finalization of transactions that reach finality together', function (
       audioSize: 1024,
       title,
       filename: 'together.wav',
-      creators: [{ full_name: 'A. Composer', roles: { composer: true } }],
+      creators: creators as AnchorPayload['creators'],
       reusedAudio: false,
     };
     const tx = await app.context.db.transaction((trx) =>
@@ -256,5 +261,12 @@ describe('finalization of transactions that reach finality together', function (
     expect(after.statuses.filter((status) => status === 'in_block')).to.have.length(1);
     expect(after.works).to.equal(5);
     expect(after.events).to.have.length(5);
+  });
+  it('finalizes an anchor backfilled without creators (null), its version with none', async () => {
+    const id = await inBlock(false, { creators: null });
+    const row = await finalize(app.context, id);
+    expect(row.status).to.equal('finalized');
+    const version = await app.context.db('work_versions').where({ transaction_id: id }).first('creators');
+    expect(version.creators).to.deep.equal([]);
   });
 });

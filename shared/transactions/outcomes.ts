@@ -43,8 +43,9 @@ const groups = new WeakMap<OutcomeDeps, Coalescer<string, Finalized>>();
  *
  * A block's transactions reach finality together (hundreds at once in a burst): those asked for while a
  * finalization is under way go together in the next, in one SQL transaction (one commit, and one round of
- * enqueues and publishes, for all of them), each with the same statements as alone. Should that SQL transaction
- * fail (a version out of turn, a deadlock), each is finalized alone, so that one transaction's failure is its own.
+ * enqueues and publishes, for all of them), with one statement per table for all of them (`finalizeWithin`). Should
+ * that SQL transaction fail (a version out of turn, a work's ats_id taken, a deadlock), each is finalized alone, so
+ * that one transaction's failure is its own.
  */
 export async function finalize(deps: OutcomeDeps, transactionId: string): Promise<TransactionRow> {
   let group = groups.get(deps);

@@ -18,6 +18,9 @@ export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
 export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
 
+/** Extrinsics whose finalized blocks looked through are remembered (`find`); a batch's each, while it is on its way. */
+const LOOKED_THROUGH_KEPT = 1000;
+
 /** The commitment `quoteAhead` builds its call over: any 32 bytes do. */
 const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
 
@@ -36,6 +39,12 @@ export class AnchorService {
   private readonly verdicts = new Map<Network, Coalescer<string, CallVerdict>>();
   private readonly fees = new Map<Network, BlockFees>();
   private readonly heads = new HeadWatches();
+  /**
+   * Per network and extrinsic looked for and not found: the highest finalized block looked through, which no fork
+   * can change. A batch the node let go is looked for every round until its era ends (64 blocks); each look reads
+   * only the blocks after these.
+   */
+  private readonly lookedThrough = new Map<string, number>();
 
   constructor(private readonly chains: ChainConnections) {
     const keyring = new Keyring({ type: 'sr25519' });
@@ -188,7 +197,16 @@ export class AnchorService {
 
   /** Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record). */
   async find(network: Network, extrinsicHash: string, fromBlock: number): Promise<Inclusion | undefined> {
-    return findInclusion(await this.chains.api(network), extrinsicHash, fromBlock);
+    const api = await this.chains.api(network);
+    const key = `${network}:${extrinsicHash}`;
+    const before = this.lookedThrough.get(key);
+    // read before the look: every block from `from` up to it is read by the look, and was final when read
+    const finalized = await finalizedBlockNumber(api);
+    const found = await findInclusion(api, extrinsicHash, Math.max(fromBlock, before === undefined ? fromBlock : before + 1));
+    this.lookedThrough.delete(key); // re-inserted last: the oldest entries go first past the bound
+    if (!found) this.lookedThrough.set(key, Math.max(before ?? -1, finalized));
+    if (this.lookedThrough.size > LOOKED_THROUGH_KEPT) this.lookedThrough.delete(this.lookedThrough.keys().next().value!);
+    return found;
   }
 
   /**

@@ -246,4 +246,53 @@ describe('batched submission through one relayer submitter', function () {
     expect(mixed.map((v) => v.dryRun)).to.deep.equal([{ ok: true }, { ok: false, reason: 'dispatch failed: BadOrigin' }, { ok: true }]);
     expect(dryRuns, 'the first alone; the pair that waited, then each of its halves').to.equal(4);
   });
+  it('looks through each finalized block once for a batch not found: the next look reads only the blocks after', async () => {
+    const anchors = new AnchorService(app.context.chains);
+    // the service's own connection, which AnchorService reads blocks through: its block reads counted
+    const provider = (
+      (await app.context.chains.api('testnet')) as unknown as {
+        _rpcCore: { provider: { send: (method: string, params: unknown[], ...rest: unknown[]) => Promise<unknown> } };
+      }
+    )._rpcCore.provider;
+    const send = provider.send.bind(provider);
+    let blocksRead = 0;
+    provider.send = (method, params, ...rest) => {
+      if (method === 'chain_getBlock') blocksRead++;
+      return send(method, params, ...rest);
+    };
+    const read = async (look: () => Promise<unknown>) => {
+      blocksRead = 0;
+      const found = await look();
+      return { found, blocksRead };
+    };
+    try {
+      // blocks to look through: a few remarks, each in a block of its own
+      const relayer = new Keyring({ type: 'sr25519' }).addFromUri(stack.config.chains[0]!.relayerSeed);
+      for (let i = 0; i < 3; i++) await api.tx.system.remark(u8aToHex(randomBytes(8))).signAndSend(relayer, { nonce: -1 });
+      const best = await eventually(async () => {
+        const n = (await api.rpc.chain.getHeader()).number.toNumber();
+        return n >= 3 ? n : undefined;
+      }, 'three blocks');
+      const finalized = (await api.rpc.chain.getHeader(await api.rpc.chain.getFinalizedHead())).number.toNumber();
+      const absent = u8aToHex(randomBytes(32));
+      const from = best - 3;
+      const first = await read(() => anchors.find('testnet', absent, from));
+      expect(first.found).to.equal(undefined);
+      expect(first.blocksRead, 'every block from the batch’s birth').to.be.at.least(best - from + 1);
+      const second = await read(() => anchors.find('testnet', absent, from));
+      const bestAfter = (await api.rpc.chain.getHeader()).number.toNumber();
+      expect(second.found).to.equal(undefined);
+      expect(second.blocksRead, `the blocks after the finalized ${finalized} only`).to.be.at.most(
+        bestAfter - Math.max(finalized, from - 1),
+      );
+      expect(second.blocksRead).to.be.below(first.blocksRead);
+      // an extrinsic that is there is still found, however often it was looked for before
+      const block = await api.rpc.chain.getBlock(await api.rpc.chain.getBlockHash(best));
+      const there = block.block.extrinsics.find((x) => x.isSigned)!.hash.toHex();
+      const found = (await anchors.find('testnet', there, best)) as { blockNumber: number } | undefined;
+      expect(found?.blockNumber).to.equal(best);
+    } finally {
+      provider.send = send;
+    }
+  });
 });

@@ -30,7 +30,7 @@ benchMain(async (options) => {
   const services = await startBenchServices('api', { blocks: 'instant', env });
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
-  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const web = await startWebProcess(services.env, options);
   try {
     const key = await createKey(context, await createOrg(context, 1000));
     const init = {

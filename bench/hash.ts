@@ -34,8 +34,8 @@ benchMain(async (options) => {
   const services = await startBenchServices('hash', { blocks: 'instant' });
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
-  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
-  const worker = await startWorkerProcess(services.env, services.config, ['prepare'], { profileDir: options.profileDir });
+  const web = await startWebProcess(services.env, options);
+  const worker = await startWorkerProcess(services.env, services.config, ['prepare'], options);
   const getter = fork(path.join(__dirname, 'lib/s3-get.ts'), [], {
     execArgv: ['--expose-gc', '--import', 'tsx'],
     env: { PATH: process.env.PATH, ...services.env },

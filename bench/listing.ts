@@ -42,7 +42,7 @@ benchMain(async (options) => {
   const services = await startBenchServices('listing', { blocks: 'instant' });
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
-  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const web = await startWebProcess(services.env, options);
   try {
     const orgs: string[] = [];
     for (let i = 0; i < ORGANIZATIONS; i++) orgs.push(await createOrg(context, 0));

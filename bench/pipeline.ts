@@ -55,12 +55,12 @@ benchMain(async (options) => {
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await new WebhookReceiver().start();
-  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const web = await startWebProcess(services.env, options);
   // one worker process per queue, as an operator scales them (a Procfile line each), so each queue's CPU is its own
   const workers = await Promise.all(
     QUEUE_NAMES.map(async (queue) => ({
       queue,
-      process: await startWorkerProcess(services.env, services.config, [queue], { profileDir: options.profileDir }),
+      process: await startWorkerProcess(services.env, services.config, [queue], options),
     })),
   );
   try {

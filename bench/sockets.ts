@@ -29,7 +29,7 @@ benchMain(async (options) => {
   say(`sockets: ${count} idle WebSockets on ${TRANSACTIONS} transactions, ${runs} runs`);
   const services = await startBenchServices('sockets', { blocks: 'instant', env: { WS_MAX_SOCKETS_PER_ORG: String(count) } });
   Object.assign(report.versions, services.versions);
-  const web = await startWebProcess(services.env, { profileDir: options.profileDir });
+  const web = await startWebProcess(services.env, options);
   const bare = fork(path.join(__dirname, 'lib/bare-ws.ts'), [], { execArgv: ['--expose-gc', '--import', 'tsx'] });
   try {
     // pending transactions: a prepare worker for the quotes, no chain worker, so they stay where they are

@@ -42,7 +42,7 @@ benchMain(async (options) => {
   say(`webhooks: ${count} events, ${runs} runs, 1 then ${scaled} worker processes`);
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const receiver = await startReceiver();
-  const startWorker = () => startWorkerProcess(services.env, services.config, ['webhooks'], { profileDir: options.profileDir });
+  const startWorker = () => startWorkerProcess(services.env, services.config, ['webhooks'], options);
   const worker = await startWorker();
   const flood = fork(path.join(__dirname, 'lib/post-flood.ts'), [], { execArgv: ['--import', 'tsx'] });
   try {

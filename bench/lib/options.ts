@@ -6,8 +6,9 @@ import { parseArgs } from 'node:util';
  * `--size N` the bench's own size (hash: MB, api: seconds, pipeline: registrations, webhooks: events,
  * listing: works, sockets: sockets), `--connections N` (api), `--runs N` repetitions, `--out DIR` where the
  * JSON goes (bench/results), `--smoke` every size tiny (the smoke test), `--profile DIR` CPU profiles of the
- * service's processes (node --cpu-prof) written there, `--redis-split` (pipeline) Redis's command time by queue
- * and by kind of the service's own keys (redis-split.ts).
+ * service's processes (node --cpu-prof) written there, `--logs DIR` the log lines of the service's processes
+ * (LOG_LEVEL as configured) written there, one file per process, `--redis-split` (pipeline) Redis's command time by
+ * queue and by kind of the service's own keys (redis-split.ts).
  */
 export interface BenchOptions {
   readonly smoke: boolean;
@@ -16,6 +17,7 @@ export interface BenchOptions {
   readonly connections: number | undefined;
   readonly outDir: string;
   readonly profileDir: string | undefined;
+  readonly logDir: string | undefined;
   readonly redisSplit: boolean;
   readonly names: string[];
 }
@@ -34,6 +36,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       connections: { type: 'string' },
       out: { type: 'string' },
       profile: { type: 'string' },
+      logs: { type: 'string' },
       'redis-split': { type: 'boolean', default: false },
     },
   });
@@ -50,6 +53,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     connections: num('connections', values.connections),
     outDir: path.resolve(values.out ?? RESULTS_DIR),
     profileDir: values.profile ? path.resolve(values.profile) : undefined,
+    logDir: values.logs ? path.resolve(values.logs) : undefined,
     redisSplit: Boolean(values['redis-split']),
     names: positionals,
   };
@@ -64,6 +68,7 @@ export function benchArgs(options: BenchOptions): string[] {
   if (options.connections !== undefined) args.push('--connections', String(options.connections));
   args.push('--out', options.outDir);
   if (options.profileDir) args.push('--profile', options.profileDir);
+  if (options.logDir) args.push('--logs', options.logDir);
   if (options.redisSplit) args.push('--redis-split');
   return args;
 }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { fork, type ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -25,13 +25,31 @@ export interface WebProcess {
 export const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
   dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : [];
 
+/**
+ * Where a process's log lines (its stdout) go: `dir/name.log`, appended to, or nowhere without a directory. The
+ * benches run the service at LOG_LEVEL=warn; with a directory its processes log at info, as production does, so that
+ * a run that goes wrong can be read afterwards (writing them is then part of what is measured).
+ */
+function logFile(dir: string | undefined, name: string): number | 'ignore' {
+  if (!dir) return 'ignore';
+  mkdirSync(dir, { recursive: true });
+  return openSync(path.join(dir, `${name}.log`), 'a');
+}
+
+/** What the service's processes of a bench run are started with (the bench's `--profile` and `--logs`). */
+export interface ProcessOptions {
+  readonly profileDir?: string;
+  readonly logDir?: string;
+}
+
+const logLevel = (options: ProcessOptions): Env => (options.logDir ? { LOG_LEVEL: 'info' } : {});
+
 /** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
-export async function startWebProcess(env: Env, options: { profileDir?: string } = {}): Promise<WebProcess> {
+export async function startWebProcess(env: Env, options: ProcessOptions = {}): Promise<WebProcess> {
   const child = fork(path.join(__dirname, 'web-process.ts'), [], {
     execArgv: ['--expose-gc', '--import', 'tsx', ...cpuProfileFlags(options.profileDir, 'web')],
-    env: { PATH: process.env.PATH, ...env, PORT: '0', HOST: '127.0.0.1' },
-    // the access log goes nowhere, but is still written (as in production, at LOG_LEVEL=info)
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    env: { PATH: process.env.PATH, ...env, ...logLevel(options), PORT: '0', HOST: '127.0.0.1' },
+    stdio: ['ignore', logFile(options.logDir, 'web'), 'inherit', 'ipc'],
   });
   const { url } = await reply<{ url: string }>(child, 'listening', 'web');
   return {
@@ -125,11 +143,14 @@ export async function startWorkerProcess(
   env: Env,
   config: Config,
   queues: QueueName[],
-  options: { profileDir?: string } = {},
+  options: ProcessOptions = {},
 ): Promise<WorkerProcess> {
+  const name = queues.length > 1 ? 'worker' : `worker-${queues[0]}`;
+  const log = logFile(options.logDir, name);
   const worker = spawnWorker(
-    { ...env, WORKER_QUEUES: queues.join(',') },
-    cpuProfileFlags(options.profileDir, queues.length > 1 ? 'worker' : `worker-${queues[0]}`),
+    { ...env, ...logLevel(options), WORKER_QUEUES: queues.join(',') },
+    cpuProfileFlags(options.profileDir, name),
+    log === 'ignore' ? undefined : log,
   );
   await waitForWorkers(config, queues, () => worker.exited);
   const status = (field: string) =>

@@ -173,10 +173,6 @@ export class AnchorService {
     return blockHashAt(await this.chains.api(network), height);
   }
 
-  async bestBlockNumber(network: Network): Promise<number> {
-    return bestBlockNumber(await this.chains.api(network));
-  }
-
   async finalizedBlockNumber(network: Network): Promise<number> {
     return finalizedBlockNumber(await this.chains.api(network));
   }

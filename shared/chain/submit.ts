@@ -46,6 +46,10 @@ export async function accountNonceAt(api: ApiPromise, address: string, at?: stri
  * Sends the signed bytes and resolves with what `locate` reads of them once they are in a block (or rejects
  * with the pool's reason). Sending the same bytes twice can never include them twice: the relayer nonce is
  * part of them.
+ *
+ * A watch lives on its connection: @polkadot/api, once reconnected, subscribes again to everything but
+ * `author_` watches, so a watch whose connection dropped would hear nothing more until `timeoutMs`. It ends,
+ * with `WatchLost`, as soon as the connection is back, for the caller to look for the bytes on chain.
  */
 export function submitAndWatch<T>(
   api: ApiPromise,
@@ -55,10 +59,23 @@ export function submitAndWatch<T>(
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let unsubscribe: (() => void) | undefined;
+    let settled = false;
+    let dropped = false;
+    const onDisconnected = () => (dropped = true);
+    const onConnected = () => {
+      if (dropped) finish(() => reject(new WatchLost('the connection to the node dropped while the extrinsic was watched')));
+    };
+    api.on('disconnected', onDisconnected);
+    api.on('connected', onConnected);
     const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
     const finish = (action: () => void) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      unsubscribe?.();
+      api.off('disconnected', onDisconnected);
+      api.off('connected', onConnected);
+      // a watch that lost its connection has no subscription left to end on the node
+      if (!dropped) unsubscribe?.();
       action();
     };
     api.rpc.author
@@ -75,9 +92,20 @@ export function submitAndWatch<T>(
           finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`, true)));
         }
       })
-      .then((u) => (unsubscribe = u))
+      .then((u) => {
+        unsubscribe = u;
+        if (settled && !dropped) u();
+      })
       .catch((err: Error) => finish(() => reject(classifySubmitError(err))));
   });
+}
+
+/**
+ * The watch of sent bytes ended without news of them: its connection to the node dropped. The bytes may be in a
+ * block, in the pool, or neither: not a refusal.
+ */
+export class WatchLost extends Error {
+  override readonly name = 'WatchLost';
 }
 
 /**

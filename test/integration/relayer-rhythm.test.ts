@@ -7,6 +7,7 @@ import { quote } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
+import { expectExactlyOnce } from '../helpers/exactly-once';
 
 /**
  * A call confirmed between two blocks rides a batch into the very next block: the submitter does not wait for
@@ -46,20 +47,21 @@ describe('relayer batches between blocks', function () {
     await eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length === ids.length ? true : undefined), 'sent', within);
   };
 
+  const confirm = async (token: string, jobId: string) => {
+    const reply = await call(app.url, 'POST', '/v1/works/confirm', { token, body: { job_id: jobId } });
+    expect(reply.status, reply.text).to.equal(202);
+    return reply.body.transaction_id as string;
+  };
+
   it('sends a call made ready while a batch waits for its block, and both land in that next block', async () => {
     const org = await createOrg(app.context, 10_000);
     const key = await createKey(app.context, org);
     const [first, second] = [await quote(app.url, key.token), await quote(app.url, key.token)];
-    const confirm = async (jobId: string) => {
-      const reply = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: jobId } });
-      expect(reply.status, reply.text).to.equal(202);
-      return reply.body.transaction_id as string;
-    };
     const height = await best();
-    const a = await confirm(first.jobId);
+    const a = await confirm(key.token, first.jobId);
     await sent([a]);
     // the first batch waits in the pool for a block that has not come; the second call is confirmed meanwhile
-    const b = await confirm(second.jobId);
+    const b = await confirm(key.token, second.jobId);
     await sent([a, b]);
     expect(await best(), 'no block was built meanwhile').to.equal(height);
     const [ra, rb] = await rows([a, b]);
@@ -72,4 +74,39 @@ describe('relayer batches between blocks', function () {
     }, 'both finalized');
     expect(landed.map((r) => Number(r.block_number))).to.deep.equal([height + 1, height + 1]);
   });
+
+  // @polkadot/api subscribes again, after a reconnection, to everything but `author_` watches: a batch's watch
+  // whose connection dropped hears nothing more, and used to wait out its 120 s timeout (60 blocks of 2 s)
+  const outages = {
+    'the block built once the node is back': async () => {
+      await chain.unreachableFor(500);
+      await chain.newBlock();
+    },
+    // every connection is dropped as unreachableFor is called (front.close destroys them at once)
+    'the block built while the node is away': async () => {
+      const away = chain.unreachableFor(1000);
+      await chain.newBlock();
+      await away;
+    },
+  };
+  for (const [when, outage] of Object.entries(outages)) {
+    it(`a batch whose connection to the node dropped while it waited in the pool is recorded once the node is back: ${when}`, async () => {
+      const org = await createOrg(app.context, 10_000);
+      const key = await createKey(app.context, org);
+      const pending = await quote(app.url, key.token);
+      const height = await best();
+      const id = await confirm(key.token, pending.jobId);
+      await sent([id]);
+      // every connection dropped, new ones refused for a moment (a node restart as its clients see it); the pool kept
+      await outage();
+      const [landed] = await eventually(async () => {
+        const now = await rows([id]);
+        return now.every((r) => r.status === 'finalized') ? now : undefined;
+      }, 'the batch recorded and finalized well before the watch would time out');
+      expect(Number(landed!.block_number)).to.equal(height + 1);
+      // this test's own connection dropped too
+      if (!api.isConnected) await new Promise((connected) => api.once('connected', connected));
+      await expectExactlyOnce(app.context, api, org, [id], height + 1);
+    });
+  }
 });

@@ -21,6 +21,14 @@ export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
 /** Extrinsics whose finalized blocks looked through are remembered (`find`); a batch's each, while it is on its way. */
 const LOOKED_THROUGH_KEPT = 1000;
 
+/**
+ * New blocks a batch's watch may see pass without its bytes in one (or let go) before they are looked for on chain,
+ * and sent again if they are nowhere: a node that lost them without a word (chopsticks when a block's building
+ * fails) would otherwise keep their calls out of every block until the watch's timeout. A pool that merely holds
+ * them answers the resend as already imported, and they are looked for again later.
+ */
+export const SILENT_BLOCKS = 8;
+
 /** The commitment `quoteAhead` builds its call over: any 32 bytes do. */
 const PLACEHOLDER_COMMITMENT = Buffer.alloc(32);
 
@@ -183,7 +191,17 @@ export class AnchorService {
    */
   async submit(network: Network, hex: string, timeoutMs = 120_000): Promise<Inclusion> {
     const api = await this.chains.api(network);
-    return submitAndWatch(api, hex, timeoutMs, (blockHash, hash) => this.outcome(network, blockHash, hash));
+    const heads = this.heads.of(api, network, 'best');
+    const watched = new AbortController();
+    const silent = bestBlockNumber(api).then(async (best) => {
+      await heads.reached(best + SILENT_BLOCKS, timeoutMs, watched.signal);
+      return `not in a block ${SILENT_BLOCKS} blocks after it was sent`;
+    });
+    try {
+      return await submitAndWatch(api, hex, timeoutMs, (blockHash, hash) => this.outcome(network, blockHash, hash), silent);
+    } finally {
+      watched.abort();
+    }
   }
 
   /** Where an extrinsic landed and how it and each of its batch items went, read from the block's events. */

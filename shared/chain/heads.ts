@@ -60,8 +60,10 @@ export class HeightWatch {
     private readonly what: string,
   ) {}
 
-  async reached(height: number, timeoutMs: number): Promise<void> {
+  /** Resolves once the head is at `height` or past it; rejects after `timeoutMs`, or once `signal` aborts. */
+  async reached(height: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (height <= this.height) return;
+    signal?.throwIfAborted();
     const waiter = { height, resolve: () => {} };
     const reached = new Promise<void>((resolve) => (waiter.resolve = resolve));
     this.waiters.add(waiter);
@@ -69,9 +71,11 @@ export class HeightWatch {
     const timedOut = new Promise<never>(
       (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${this.what}`)), timeoutMs)),
     );
+    const given =
+      signal && new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
     try {
       // a subscription that cannot be made fails its waiters (the job retries later)
-      await Promise.race([reached, timedOut, this.subscribe().then(() => reached)]);
+      await Promise.race([reached, timedOut, this.subscribe().then(() => reached), ...(given ? [given] : [])]);
     } finally {
       clearTimeout(timer);
       this.waiters.delete(waiter);

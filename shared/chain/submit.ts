@@ -49,13 +49,15 @@ export async function accountNonceAt(api: ApiPromise, address: string, at?: stri
  *
  * A watch lives on its connection: @polkadot/api, once reconnected, subscribes again to everything but
  * `author_` watches, so a watch whose connection dropped would hear nothing more until `timeoutMs`. It ends,
- * with `WatchLost`, as soon as the connection is back, for the caller to look for the bytes on chain.
+ * with `WatchLost`, as soon as the connection is back, for the caller to look for the bytes on chain; and so it
+ * does when `silent` resolves (with why): the caller's sign that the node has said nothing for too long.
  */
 export function submitAndWatch<T>(
   api: ApiPromise,
   hex: string,
   timeoutMs: number,
   locate: (blockHash: string, extrinsicHash: string) => Promise<T | undefined>,
+  silent?: Promise<string>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let unsubscribe: (() => void) | undefined;
@@ -68,6 +70,10 @@ export function submitAndWatch<T>(
     api.on('disconnected', onDisconnected);
     api.on('connected', onConnected);
     const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
+    silent?.then(
+      (why) => finish(() => reject(new WatchLost(why))),
+      () => undefined,
+    );
     const finish = (action: () => void) => {
       if (settled) return;
       settled = true;
@@ -101,8 +107,8 @@ export function submitAndWatch<T>(
 }
 
 /**
- * The watch of sent bytes ended without news of them: its connection to the node dropped. The bytes may be in a
- * block, in the pool, or neither: not a refusal.
+ * The watch of sent bytes ended without news of them: its connection to the node dropped, or the node said nothing
+ * of them for blocks. The bytes may be in a block, in the pool, or neither: not a refusal.
  */
 export class WatchLost extends Error {
   override readonly name = 'WatchLost';

@@ -274,8 +274,9 @@ export class RelayerSubmitter {
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
           if (err instanceof SubmissionRejected && !err.mayStillLand)
             return requeue(this.app, this.announcer, submission, 'rejected', reason);
-          // the connection went, or the node held the bytes: they may land yet; looked for (and sent) again later,
-          // signed afresh only once their era ended or their nonce went to another extrinsic
+          // the connection went, the node held the bytes, or their watch ended without news (WatchLost): they may land
+          // yet; looked for and sent again later (not at once: @polkadot/api's delayed teardown would hand the resend the
+          // watch just ended, and nothing would reach the node), signed afresh only once their era or nonce went
           throw err;
         }
       }

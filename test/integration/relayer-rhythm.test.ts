@@ -7,6 +7,7 @@ import { quote } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
+import { SILENT_BLOCKS } from '../../shared/chain/anchors';
 import { expectExactlyOnce } from '../helpers/exactly-once';
 
 /**
@@ -109,4 +110,28 @@ describe('relayer batches between blocks', function () {
       await expectExactlyOnce(app.context, api, org, [id], height + 1);
     });
   }
+
+  it(`a batch the node lost without a word is sent again after ${SILENT_BLOCKS} blocks, not after the watch's 120 s`, async () => {
+    const org = await createOrg(app.context, 10_000);
+    const key = await createKey(app.context, org);
+    const pending = await quote(app.url, key.token);
+    const height = await best();
+    const id = await confirm(key.token, pending.jobId);
+    await sent([id]);
+    const [signed] = await rows([id]);
+    chain.losePool();
+    expect(await api.rpc.author.pendingExtrinsics(), 'the pool lost it').to.have.length(0);
+    // blocks come and go without it; the relayer sends the same bytes again (the same nonce, so at most one lands)
+    for (let i = 0; i < SILENT_BLOCKS; i++) await chain.newBlock();
+    await eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length > 0 ? true : undefined), 'the bytes sent again');
+    expect((await rows([id]))[0]!.status, 'still on its way meanwhile').to.equal('submitted');
+    await chain.newBlock();
+    const [landed] = await eventually(async () => {
+      const now = await rows([id]);
+      return now.every((r) => r.status === 'finalized') ? now : undefined;
+    }, 'the batch in the block after the resend');
+    expect(landed!.tx_hash, 'the same bytes, not signed again').to.equal(signed!.tx_hash);
+    expect(Number(landed!.block_number)).to.equal(height + SILENT_BLOCKS + 1);
+    await expectExactlyOnce(app.context, api, org, [id], height + 1);
+  });
 });

@@ -12,6 +12,8 @@ export interface ChainHandle {
    * looks to its clients, while the chain itself keeps its state and keeps making blocks.
    */
   unreachableFor(ms: number): Promise<void>;
+  /** Empties the node's pool without a word to the extrinsics' watches, as chopsticks does when a block's building fails (tests). */
+  losePool(): void;
   stop(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
       await new Promise((r) => setTimeout(r, ms));
       front = await frontDoor(context.addr, port);
     },
+    losePool: () => context.chain.txPool.clear(),
     stop() {
       stopped ??= (async () => {
         if (timer) clearInterval(timer);

@@ -54,6 +54,22 @@ describe('relayer batches between blocks', function () {
     return reply.body.transaction_id as string;
   };
 
+  const finalized = (ids: string[], what: string) =>
+    eventually(async () => {
+      const now = await rows(ids);
+      return now.every((r) => r.status === 'finalized') ? now : undefined;
+    }, what);
+  /** A new organization's registration, confirmed, its batch sent (in the node's pool), and the best height before it. */
+  const oneInPool = async () => {
+    const org = await createOrg(app.context, 10_000);
+    const key = await createKey(app.context, org);
+    const pending = await quote(app.url, key.token);
+    const height = await best();
+    const id = await confirm(key.token, pending.jobId);
+    await sent([id]);
+    return { org, id, height };
+  };
+
   it('sends a call made ready while a batch waits for its block, and both land in that next block', async () => {
     const org = await createOrg(app.context, 10_000);
     const key = await createKey(app.context, org);
@@ -69,10 +85,7 @@ describe('relayer batches between blocks', function () {
     expect(ra!.tx_hash, 'two relayer extrinsics').to.not.equal(rb!.tx_hash);
 
     await chain.newBlock();
-    const landed = await eventually(async () => {
-      const now = await rows([a, b]);
-      return now.every((r) => r.status === 'finalized') ? now : undefined;
-    }, 'both finalized');
+    const landed = await finalized([a, b], 'both finalized');
     expect(landed.map((r) => Number(r.block_number))).to.deep.equal([height + 1, height + 1]);
   });
 
@@ -92,18 +105,10 @@ describe('relayer batches between blocks', function () {
   };
   for (const [when, outage] of Object.entries(outages)) {
     it(`a batch whose connection to the node dropped while it waited in the pool is recorded once the node is back: ${when}`, async () => {
-      const org = await createOrg(app.context, 10_000);
-      const key = await createKey(app.context, org);
-      const pending = await quote(app.url, key.token);
-      const height = await best();
-      const id = await confirm(key.token, pending.jobId);
-      await sent([id]);
+      const { org, id, height } = await oneInPool();
       // every connection dropped, new ones refused for a moment (a node restart as its clients see it); the pool kept
       await outage();
-      const [landed] = await eventually(async () => {
-        const now = await rows([id]);
-        return now.every((r) => r.status === 'finalized') ? now : undefined;
-      }, 'the batch recorded and finalized well before the watch would time out');
+      const [landed] = await finalized([id], 'the batch recorded and finalized well before the watch would time out');
       expect(Number(landed!.block_number)).to.equal(height + 1);
       // this test's own connection dropped too
       if (!api.isConnected) await new Promise((connected) => api.once('connected', connected));
@@ -112,12 +117,7 @@ describe('relayer batches between blocks', function () {
   }
 
   it(`a batch the node lost without a word is sent again after ${SILENT_BLOCKS} blocks, not after the watch's 120 s`, async () => {
-    const org = await createOrg(app.context, 10_000);
-    const key = await createKey(app.context, org);
-    const pending = await quote(app.url, key.token);
-    const height = await best();
-    const id = await confirm(key.token, pending.jobId);
-    await sent([id]);
+    const { org, id, height } = await oneInPool();
     const [signed] = await rows([id]);
     chain.losePool();
     expect(await api.rpc.author.pendingExtrinsics(), 'the pool lost it').to.have.length(0);
@@ -126,10 +126,7 @@ describe('relayer batches between blocks', function () {
     await eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length > 0 ? true : undefined), 'the bytes sent again');
     expect((await rows([id]))[0]!.status, 'still on its way meanwhile').to.equal('submitted');
     await chain.newBlock();
-    const [landed] = await eventually(async () => {
-      const now = await rows([id]);
-      return now.every((r) => r.status === 'finalized') ? now : undefined;
-    }, 'the batch in the block after the resend');
+    const [landed] = await finalized([id], 'the batch in the block after the resend');
     expect(landed!.tx_hash, 'the same bytes, not signed again').to.equal(signed!.tx_hash);
     expect(Number(landed!.block_number)).to.equal(height + SILENT_BLOCKS + 1);
     await expectExactlyOnce(app.context, api, org, [id], height + 1);

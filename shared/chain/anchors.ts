@@ -16,16 +16,16 @@ import { bestBlockNumber, blockHashAt, finalizedBlockNumber, HeadWatches, waitFi
 export type { AnchorRequest } from './dialect';
 export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
-export { ERA_PERIOD, SubmissionRejected, type SignedBatch } from './submit';
+export { ERA_PERIOD, SubmissionRejected, WatchLost, type SignedBatch } from './submit';
 
 /** Extrinsics whose finalized blocks looked through are remembered (`find`); a batch's each, while it is on its way. */
 const LOOKED_THROUGH_KEPT = 1000;
 
 /**
- * New blocks a batch's watch may see pass without its bytes in one (or let go) before they are looked for on chain,
- * and sent again if they are nowhere: a node that lost them without a word (chopsticks when a block's building
- * fails) would otherwise keep their calls out of every block until the watch's timeout. A pool that merely holds
- * them answers the resend as already imported, and they are looked for again later.
+ * New blocks a batch's watch may see pass without its bytes in one (or let go) before the node's pool is asked for
+ * them, and, not there either, they are looked for on chain and sent again: a node that lost them without a word
+ * (chopsticks when a block's building fails) would otherwise keep their calls out of every block until the watch's
+ * timeout. A pool that holds them (a congested chain's) starts the count again.
  */
 export const SILENT_BLOCKS = 8;
 
@@ -181,8 +181,11 @@ export class AnchorService {
     return blockHashAt(await this.chains.api(network), height);
   }
 
-  async finalizedBlockNumber(network: Network): Promise<number> {
-    return finalizedBlockNumber(await this.chains.api(network));
+  /** The finalized head's height and hash. */
+  async finalizedHead(network: Network): Promise<{ number: number; hash: string }> {
+    const api = await this.chains.api(network);
+    const hash = await api.rpc.chain.getFinalizedHead();
+    return { number: (await api.rpc.chain.getHeader(hash)).number.toNumber(), hash: hash.toHex() };
   }
 
   /**
@@ -190,17 +193,31 @@ export class AnchorService {
    * Sending the same bytes twice can never include them twice: the relayer nonce is part of them.
    */
   async submit(network: Network, hex: string, timeoutMs = 120_000): Promise<Inclusion> {
-    const api = await this.chains.api(network);
-    const heads = this.heads.of(api, network, 'best');
+    const via = await this.chains.watchVia(network);
     const watched = new AbortController();
-    const silent = bestBlockNumber(api).then(async (best) => {
-      await heads.reached(best + SILENT_BLOCKS, timeoutMs, watched.signal);
-      return `not in a block ${SILENT_BLOCKS} blocks after it was sent`;
-    });
     try {
-      return await submitAndWatch(api, hex, timeoutMs, (blockHash, hash) => this.outcome(network, blockHash, hash), silent);
+      const locate = (blockHash: string, hash: string) => this.outcome(network, blockHash, hash);
+      return await submitAndWatch(via, hex, timeoutMs, locate, this.lost(via.api, network, hex, timeoutMs, watched.signal));
     } finally {
       watched.abort();
+    }
+  }
+
+  /**
+   * Resolves (with why) once the node has lost these bytes: `SILENT_BLOCKS` new blocks without them, and then not in
+   * its pool either (a pool that holds them, a congested chain's, starts the count again). A node that does not say
+   * what its pool holds is taken as having lost them: they are looked for on chain, and a resend is answered
+   * "already imported" if it holds them after all.
+   */
+  private async lost(api: ApiPromise, network: Network, hex: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
+    const heads = this.heads.of(api, network, 'best');
+    const hash = api.createType('Extrinsic', hex).hash.toHex();
+    for (let from = await bestBlockNumber(api); ; from += SILENT_BLOCKS) {
+      await heads.reached(from + SILENT_BLOCKS, timeoutMs, signal);
+      const pool = await api.rpc.author.pendingExtrinsics().catch(() => undefined);
+      signal.throwIfAborted();
+      if (!pool?.some((extrinsic) => extrinsic.hash.toHex() === hash))
+        return `not in a block ${SILENT_BLOCKS} blocks after it was sent, nor in the pool`;
     }
   }
 

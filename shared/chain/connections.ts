@@ -59,6 +59,12 @@ export class ChainConnections {
     return entry.api;
   }
 
+  /** The connected API, as `api`, with its provider: a relayer batch's watch is asked of the provider (submit.ts). */
+  async watchVia(network: Network): Promise<{ api: ApiPromise; provider: WsProvider }> {
+    const api = await this.api(network);
+    return { api, provider: this.apis.get(network)!.provider };
+  }
+
   /** Resolves once the network's node has been reached (at once when it already has). */
   whenReady(network: Network): Promise<void> {
     const entry = this.apis.get(network);

@@ -1,4 +1,4 @@
-import type { ApiPromise } from '@polkadot/api';
+import type { ApiPromise, WsProvider } from '@polkadot/api';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import { batchOf } from './batch';
 
@@ -42,53 +42,65 @@ export async function accountNonceAt(api: ApiPromise, address: string, at?: stri
   return account.nonce.toNumber();
 }
 
+/** What a relayer batch's watch needs of the node: the API (types) and its provider, asked directly. */
+export interface WatchVia {
+  readonly api: ApiPromise;
+  readonly provider: WsProvider;
+}
+
+const WATCH = { type: 'author_extrinsicUpdate', subscribe: 'author_submitAndWatchExtrinsic', unsubscribe: 'author_unwatchExtrinsic' };
+
 /**
  * Sends the signed bytes and resolves with what `locate` reads of them once they are in a block (or rejects
  * with the pool's reason). Sending the same bytes twice can never include them twice: the relayer nonce is
  * part of them.
  *
- * A watch lives on its connection: @polkadot/api, once reconnected, subscribes again to everything but
- * `author_` watches, so a watch whose connection dropped would hear nothing more until `timeoutMs`. It ends,
- * with `WatchLost`, as soon as the connection is back, for the caller to look for the bytes on chain; and so it
- * does when `silent` resolves (with why): the caller's sign that the node has said nothing for too long.
+ * The watch is asked of the provider, not of `api.rpc`: @polkadot/rpc-core shares one subscription among calls with
+ * the same parameters, so a watch of these bytes asked again would be handed one already ended (a resend would never
+ * reach the node). A watch lives on its connection: the provider, once reconnected, subscribes again to everything but
+ * `author_` watches, so a watch whose connection dropped would hear nothing more until `timeoutMs`. It ends, with
+ * `WatchLost`, as soon as the connection is back, for the caller to look for the bytes on chain; and so it does when
+ * `silent` resolves (with why): the caller's sign that the node has lost them.
  */
 export function submitAndWatch<T>(
-  api: ApiPromise,
+  { api, provider }: WatchVia,
   hex: string,
   timeoutMs: number,
   locate: (blockHash: string, extrinsicHash: string) => Promise<T | undefined>,
   silent?: Promise<string>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let unsubscribe: (() => void) | undefined;
     let settled = false;
     let dropped = false;
-    const onDisconnected = () => (dropped = true);
-    const onConnected = () => {
-      if (dropped) finish(() => reject(new WatchLost('the connection to the node dropped while the extrinsic was watched')));
-    };
-    api.on('disconnected', onDisconnected);
-    api.on('connected', onConnected);
-    const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
-    silent?.then(
-      (why) => finish(() => reject(new WatchLost(why))),
-      () => undefined,
-    );
+    let subscription: Promise<number | string> | undefined;
     const finish = (action: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       api.off('disconnected', onDisconnected);
       api.off('connected', onConnected);
-      // a watch that lost its connection has no subscription left to end on the node
-      if (!dropped) unsubscribe?.();
+      // ends the node's watch (a watch that went with its connection is no longer the provider's: it answers false)
+      void subscription?.then((id) => provider.unsubscribe(WATCH.type, WATCH.unsubscribe, id)).catch(() => undefined);
       action();
     };
-    api.rpc.author
-      .submitAndWatchExtrinsic(api.createType('Extrinsic', hex), (status) => {
+    const onDisconnected = () => (dropped = true);
+    const onConnected = () => {
+      if (dropped) finish(() => reject(new WatchLost('the connection to the node dropped while the extrinsic was watched')));
+    };
+    const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
+    api.on('disconnected', onDisconnected);
+    api.on('connected', onConnected);
+    silent?.then(
+      (why) => finish(() => reject(new WatchLost(why))),
+      () => undefined,
+    );
+    try {
+      const hash = api.createType('Extrinsic', hex).hash.toHex();
+      subscription = provider.subscribe(WATCH.type, WATCH.subscribe, [hex], (error: Error | null, update: unknown) => {
+        if (error) return finish(() => reject(classifySubmitError(error)));
+        const status = api.createType('ExtrinsicStatus', update);
         if (status.isInBlock || status.isFinalized) {
           const blockHash = (status.isInBlock ? status.asInBlock : status.asFinalized).toHex();
-          const hash = api.createType('Extrinsic', hex).hash.toHex();
           locate(blockHash, hash).then(
             (found) => finish(() => (found ? resolve(found) : reject(new Error('extrinsic not found in its block')))),
             (err) => finish(() => reject(err)),
@@ -97,12 +109,11 @@ export function submitAndWatch<T>(
           // the pool took the bytes, then let them go: a revalidation (or another node) may still include them
           finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`, true)));
         }
-      })
-      .then((u) => {
-        unsubscribe = u;
-        if (settled && !dropped) u();
-      })
-      .catch((err: Error) => finish(() => reject(classifySubmitError(err))));
+      });
+      subscription.catch((err: Error) => finish(() => reject(classifySubmitError(err))));
+    } catch (err) {
+      finish(() => reject(err));
+    }
   });
 }
 

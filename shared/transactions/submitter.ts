@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { withConnection } from '../db/knex';
 import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
-import { AnchorService, ERA_PERIOD, SubmissionRejected } from '../chain/anchors';
+import { AnchorService, ERA_PERIOD, SubmissionRejected, WatchLost } from '../chain/anchors';
 import { allocateNonces } from '../chain/nonces';
 import { failpoint } from '../failpoints';
 import { hasReadyCall, lockUnbatched, markBatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
@@ -136,16 +136,17 @@ export class RelayerSubmitter {
     // Batches signed before (by this process, or one that died): looked for, else sent again, alongside the new
     // ones. One that may still land (the node held it) stays on its way without holding the others up: new
     // batches take the nonces it does not hold.
-    for (const submission of await signedSubmissions(this.app.db, network)) {
-      track(
-        this.send(submission, { checkChainFirst: true }).catch((err: Error) =>
-          this.app.log.info(
-            { network, submission_id: submission.id, nonce: submission.nonce, reason: err.message },
-            'batch still on its way: looked for again later',
-          ),
-        ),
+    const onItsWay = (submission: SubmissionRow) => (err: Error) =>
+      this.app.log.info(
+        { network, submission_id: submission.id, nonce: submission.nonce, reason: err.message },
+        'batch still on its way: looked for again later',
       );
-    }
+    // a watch that ended without news (WatchLost: a dropped connection, a node that lost the bytes) fails nothing: the
+    // batch is looked for at once, in this round, and sent again if it is nowhere
+    const unlessLost = (submission: SubmissionRow, otherwise: (err: Error) => void) => (err: Error) =>
+      err instanceof WatchLost ? this.send(submission, { checkChainFirst: true }).catch(onItsWay(submission)) : otherwise(err);
+    for (const submission of await signedSubmissions(this.app.db, network))
+      track(this.send(submission, { checkChainFirst: true }).catch(unlessLost(submission, onItsWay(submission))));
     let sentAt = 0;
     try {
       while (!failures.length) {
@@ -169,7 +170,7 @@ export class RelayerSubmitter {
         if (!submission) continue;
         failpoint('chain.batch_signed');
         sentAt = Date.now();
-        track(this.send(submission, { checkChainFirst: false }).catch((err: unknown) => void failures.push(err)));
+        track(this.send(submission, { checkChainFirst: false }).catch(unlessLost(submission, (err) => void failures.push(err))));
         // sent first: the calls' step to live clients took 200–300 ms of a burst's round
         await publishTransactionUpdates(this.app, ids);
         await this.moreToSend(network, seen, sentAt, Promise.all(out));
@@ -260,10 +261,10 @@ export class RelayerSubmitter {
       try {
         inclusion = await this.anchors.submit(network, submission.extrinsicHex);
       } catch (err) {
-        // Read the chain's finalized height and the relayer's nonce first, then look for the bytes: if they are not in
-        // a block now, a finalized height past the era (no fork can carry them) or a nonce past ours means they never will be.
-        const finalized = await this.anchors.finalizedBlockNumber(network);
-        const chainNonce = await this.anchors.onChainNonce(network);
+        // Read the finalized head and the relayer's nonce in its state first, then look for the bytes: if they are not
+        // in a block now, a finalized height past the era or a finalized nonce past ours means no fork can carry them.
+        const { number: finalized, hash: finalizedHash } = await this.anchors.finalizedHead(network);
+        const chainNonce = await this.anchors.onChainNonce(network, finalizedHash);
         inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
         if (!inclusion) {
           const reason = (err as Error).message;
@@ -274,9 +275,8 @@ export class RelayerSubmitter {
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
           if (err instanceof SubmissionRejected && !err.mayStillLand)
             return requeue(this.app, this.announcer, submission, 'rejected', reason);
-          // the connection went, the node held the bytes, or their watch ended without news (WatchLost): they may land
-          // yet; looked for and sent again later (not at once: @polkadot/api's delayed teardown would hand the resend the
-          // watch just ended, and nothing would reach the node), signed afresh only once their era or nonce went
+          // the connection went, the node held the bytes, or their watch ended without news (WatchLost, sent again at
+          // once by the round): they may land yet; signed afresh only once their era ended or their nonce went
           throw err;
         }
       }

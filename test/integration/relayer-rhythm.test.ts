@@ -7,7 +7,7 @@ import { quote } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
-import { SILENT_BLOCKS } from '../../shared/chain/anchors';
+import { AnchorService, SILENT_BLOCKS } from '../../shared/chain/anchors';
 import { expectExactlyOnce } from '../helpers/exactly-once';
 
 /**
@@ -91,6 +91,12 @@ describe('relayer batches between blocks', function () {
 
   // @polkadot/api subscribes again, after a reconnection, to everything but `author_` watches: a batch's watch
   // whose connection dropped hears nothing more, and used to wait out its 120 s timeout (60 blocks of 2 s)
+  // this test's own connection drops with the others
+  const reconnected = async () => {
+    if (!api.isConnected) await new Promise((connected) => api.once('connected', connected));
+  };
+  const inPoolAgain = () =>
+    eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length > 0 ? true : undefined), 'the bytes sent again');
   const outages = {
     'the block built once the node is back': async () => {
       await chain.unreachableFor(500);
@@ -102,6 +108,15 @@ describe('relayer batches between blocks', function () {
       await chain.newBlock();
       await away;
     },
+    // a node restarted without its pool (a Substrate node keeps it in memory): the same bytes must reach it again
+    'the pool lost while the node is away': async () => {
+      const away = chain.unreachableFor(1000);
+      chain.losePool();
+      await away;
+      await reconnected();
+      await inPoolAgain();
+      await chain.newBlock();
+    },
   };
   for (const [when, outage] of Object.entries(outages)) {
     it(`a batch whose connection to the node dropped while it waited in the pool is recorded once the node is back: ${when}`, async () => {
@@ -110,8 +125,7 @@ describe('relayer batches between blocks', function () {
       await outage();
       const [landed] = await finalized([id], 'the batch recorded and finalized well before the watch would time out');
       expect(Number(landed!.block_number)).to.equal(height + 1);
-      // this test's own connection dropped too
-      if (!api.isConnected) await new Promise((connected) => api.once('connected', connected));
+      await reconnected();
       await expectExactlyOnce(app.context, api, org, [id], height + 1);
     });
   }
@@ -123,12 +137,29 @@ describe('relayer batches between blocks', function () {
     expect(await api.rpc.author.pendingExtrinsics(), 'the pool lost it').to.have.length(0);
     // blocks come and go without it; the relayer sends the same bytes again (the same nonce, so at most one lands)
     for (let i = 0; i < SILENT_BLOCKS; i++) await chain.newBlock();
-    await eventually(async () => ((await api.rpc.author.pendingExtrinsics()).length > 0 ? true : undefined), 'the bytes sent again');
+    await inPoolAgain();
     expect((await rows([id]))[0]!.status, 'still on its way meanwhile').to.equal('submitted');
     await chain.newBlock();
     const [landed] = await finalized([id], 'the batch in the block after the resend');
     expect(landed!.tx_hash, 'the same bytes, not signed again').to.equal(signed!.tx_hash);
     expect(Number(landed!.block_number)).to.equal(height + SILENT_BLOCKS + 1);
     await expectExactlyOnce(app.context, api, org, [id], height + 1);
+  });
+
+  it(`a batch its pool holds past ${SILENT_BLOCKS} blocks (a congested chain's) is watched on, not sent again`, async () => {
+    const anchors = new AnchorService(app.context.chains);
+    const nonce = (await api.rpc.system.accountNextIndex(await relayerAddress(relayerSeed))).toNumber();
+    const batch = await anchors.signBatch('testnet', [api.tx.system.remarkWithEvent('0x00').method.toHex()], nonce);
+    const height = await best();
+    const watched = anchors.submit('testnet', batch.hex);
+    await inPoolAgain();
+    // blocks full of others, past the count at which the pool is asked for it, short of the next count (a pool asked
+    // just as the bytes leave it for their block finds them in neither: the submitter then finds them on chain)
+    const full = SILENT_BLOCKS + SILENT_BLOCKS / 2;
+    for (let i = 0; i < full; i++) await chain.newBlock({ leavePool: true });
+    expect(await api.rpc.author.pendingExtrinsics(), 'one copy, never sent again').to.have.length(1);
+    await chain.newBlock();
+    const inclusion = await watched;
+    expect(inclusion.blockNumber, 'heard by the watch it was sent with').to.equal(height + full + 1);
   });
 });

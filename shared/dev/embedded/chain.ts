@@ -5,8 +5,8 @@ import { createRequire } from 'node:module';
 
 export interface ChainHandle {
   readonly wsUrl: string;
-  /** Builds one block now (tests). */
-  newBlock(): Promise<void>;
+  /** Builds one block now (tests); `{ leavePool: true }` builds it without the pool's extrinsics, as a full block would. */
+  newBlock(options?: { readonly leavePool?: boolean }): Promise<void>;
   /**
    * Takes the node off the network for `ms` (every connection dropped, new ones refused), as a node restart
    * looks to its clients, while the chain itself keeps its state and keeps making blocks.
@@ -58,12 +58,13 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   } as never);
 
   let building: Promise<unknown> = Promise.resolve();
-  const build = async () => {
+  const build = async (leavePool = false) => {
     const startedAt = Date.now();
-    const block = await context.chain.newBlock();
+    const block = await context.chain.newBlock(leavePool ? { transactions: [] } : undefined);
     options.onBlock?.({ number: block.number, startedAt, builtAt: Date.now() });
   };
-  const newBlock = () => (building = building.then(build).catch(() => undefined)).then(() => undefined);
+  const newBlock = (options?: { readonly leavePool?: boolean }) =>
+    (building = building.then(() => build(options?.leavePool)).catch(() => undefined)).then(() => undefined);
   const timer = typeof options.blocks === 'number' ? setInterval(() => void newBlock(), options.blocks) : undefined;
 
   let front = await frontDoor(context.addr, options.port ?? 0);

@@ -9,7 +9,7 @@ import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
-import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch } from './submit';
+import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, finalizedBlockNumber, HeadWatches, waitFinalized } from './heads';
 
@@ -197,7 +197,7 @@ export class AnchorService {
     const watched = new AbortController();
     try {
       const locate = (blockHash: string, hash: string) => this.outcome(network, blockHash, hash);
-      return await submitAndWatch(via, hex, timeoutMs, locate, this.lost(via.api, network, hex, timeoutMs, watched.signal));
+      return await submitAndWatch(via, hex, timeoutMs, locate, this.lost(via, network, hex, timeoutMs, watched.signal));
     } finally {
       watched.abort();
     }
@@ -209,15 +209,14 @@ export class AnchorService {
    * what its pool holds is taken as having lost them: they are looked for on chain, and a resend is answered
    * "already imported" if it holds them after all.
    */
-  private async lost(api: ApiPromise, network: Network, hex: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
+  private async lost({ api, provider }: WatchVia, network: Network, hex: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
     const heads = this.heads.of(api, network, 'best');
-    const hash = api.createType('Extrinsic', hex).hash.toHex();
     for (let from = await bestBlockNumber(api); ; from += SILENT_BLOCKS) {
       await heads.reached(from + SILENT_BLOCKS, timeoutMs, signal);
-      const pool = await api.rpc.author.pendingExtrinsics().catch(() => undefined);
+      // the pool's bytes as the node sends them, compared as they are (not decoded: a congested pool is large)
+      const pool = (await provider.send('author_pendingExtrinsics', [], false).catch(() => undefined)) as string[] | undefined;
       signal.throwIfAborted();
-      if (!pool?.some((extrinsic) => extrinsic.hash.toHex() === hash))
-        return `not in a block ${SILENT_BLOCKS} blocks after it was sent, nor in the pool`;
+      if (!pool?.includes(hex)) return `not in a block ${SILENT_BLOCKS} blocks after it was sent, nor in the pool`;
     }
   }
 

@@ -71,13 +71,14 @@ export class HeightWatch {
     const timedOut = new Promise<never>(
       (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${this.what}`)), timeoutMs)),
     );
-    const given =
-      signal && new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    let onAbort: (() => void) | undefined;
+    const given = signal && new Promise<never>((_, reject) => signal.addEventListener('abort', (onAbort = () => reject(signal.reason))));
     try {
       // a subscription that cannot be made fails its waiters (the job retries later)
       await Promise.race([reached, timedOut, this.subscribe().then(() => reached), ...(given ? [given] : [])]);
     } finally {
       clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
       this.waiters.delete(waiter);
       if (!this.waiters.size) this.unsubscribe();
     }

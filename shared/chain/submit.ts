@@ -72,6 +72,7 @@ export function submitAndWatch<T>(
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let dropped = false;
+    let located = false;
     let subscription: Promise<number | string> | undefined;
     const finish = (action: () => void) => {
       if (settled) return;
@@ -90,8 +91,9 @@ export function submitAndWatch<T>(
     const timer = setTimeout(() => finish(() => reject(new Error('timed out waiting for inclusion'))), timeoutMs);
     api.on('disconnected', onDisconnected);
     api.on('connected', onConnected);
+    // (not once the bytes were seen in a block: their outcome is being read)
     silent?.then(
-      (why) => finish(() => reject(new WatchLost(why))),
+      (why) => located || finish(() => reject(new WatchLost(why))),
       () => undefined,
     );
     try {
@@ -101,6 +103,7 @@ export function submitAndWatch<T>(
         const status = api.createType('ExtrinsicStatus', update);
         if (status.isInBlock || status.isFinalized) {
           const blockHash = (status.isInBlock ? status.asInBlock : status.asFinalized).toHex();
+          located = true;
           locate(blockHash, hash).then(
             (found) => finish(() => (found ? resolve(found) : reject(new Error('extrinsic not found in its block')))),
             (err) => finish(() => reject(err)),
@@ -110,7 +113,9 @@ export function submitAndWatch<T>(
           finish(() => reject(new SubmissionRejected(`extrinsic ${status.type.toLowerCase()}`, true)));
         }
       });
-      subscription.catch((err: Error) => finish(() => reject(classifySubmitError(err))));
+      // a connection that drops before the node answered fails the request before the provider says it dropped: the
+      // bytes may have reached the node, and the watch ends as one whose connection dropped (onConnected)
+      subscription.catch((err: Error) => (provider.isConnected ? finish(() => reject(classifySubmitError(err))) : (dropped = true)));
     } catch (err) {
       finish(() => reject(err));
     }

@@ -11,7 +11,7 @@ import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
 import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
-import { bestBlockNumber, blockHashAt, finalizedBlockNumber, HeadWatches, waitFinalized } from './heads';
+import { bestBlockNumber, blockHashAt, finalizedBlockNumber, finalizedHead, HeadWatches, waitFinalized } from './heads';
 
 export type { AnchorRequest } from './dialect';
 export type { AnchorQuote, CallVerdict } from './quote';
@@ -183,9 +183,7 @@ export class AnchorService {
 
   /** The finalized head's height and hash. */
   async finalizedHead(network: Network): Promise<{ number: number; hash: string }> {
-    const api = await this.chains.api(network);
-    const hash = await api.rpc.chain.getFinalizedHead();
-    return { number: (await api.rpc.chain.getHeader(hash)).number.toNumber(), hash: hash.toHex() };
+    return finalizedHead(await this.chains.api(network));
   }
 
   /**
@@ -225,13 +223,16 @@ export class AnchorService {
     return outcomeIn(await this.chains.api(network), blockHash, extrinsicHash);
   }
 
-  /** Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record). */
-  async find(network: Network, extrinsicHash: string, fromBlock: number): Promise<Inclusion | undefined> {
+  /**
+   * Looks for an extrinsic in the canonical chain from a block onwards (after a crash between send and record).
+   * `finalized`: the finalized height, when the caller has just read it (before this look).
+   */
+  async find(network: Network, extrinsicHash: string, fromBlock: number, finalized?: number): Promise<Inclusion | undefined> {
     const api = await this.chains.api(network);
     const key = `${network}:${extrinsicHash}`;
     const before = this.lookedThrough.get(key);
     // read before the look: every block from `from` up to it is read by the look, and was final when read
-    const finalized = await finalizedBlockNumber(api);
+    finalized ??= await finalizedBlockNumber(api);
     const found = await findInclusion(api, extrinsicHash, Math.max(fromBlock, before === undefined ? fromBlock : before + 1));
     this.lookedThrough.delete(key); // re-inserted last: the oldest entries go first past the bound
     if (!found) this.lookedThrough.set(key, Math.max(before ?? -1, finalized));

@@ -38,8 +38,14 @@ export async function bestBlockNumber(api: ApiPromise): Promise<number> {
   return (await api.rpc.chain.getHeader()).number.toNumber();
 }
 
+/** The finalized head's height and hash. */
+export async function finalizedHead(api: ApiPromise): Promise<{ number: number; hash: string }> {
+  const hash = await api.rpc.chain.getFinalizedHead();
+  return { number: (await api.rpc.chain.getHeader(hash)).number.toNumber(), hash: hash.toHex() };
+}
+
 export async function finalizedBlockNumber(api: ApiPromise): Promise<number> {
-  return (await api.rpc.chain.getHeader(await api.rpc.chain.getFinalizedHead())).number.toNumber();
+  return (await finalizedHead(api)).number;
 }
 
 /** The canonical block's hash at a height, or undefined past the best block. */

@@ -265,7 +265,7 @@ export class RelayerSubmitter {
         // in a block now, a finalized height past the era or a finalized nonce past ours means no fork can carry them.
         const { number: finalized, hash: finalizedHash } = await this.anchors.finalizedHead(network);
         const chainNonce = await this.anchors.onChainNonce(network, finalizedHash);
-        inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock);
+        inclusion = await this.anchors.find(network, submission.txHash, submission.signedAtBlock, finalized);
         if (!inclusion) {
           const reason = (err as Error).message;
           if (finalized >= submission.signedAtBlock + ERA_PERIOD)

@@ -55,18 +55,19 @@ benchMain(async (options) => {
       const one = await deliverAll([worker]);
       const more = await Promise.all(Array.from({ length: scaled - 1 }, startWorker));
       const many = await deliverAll([worker, ...more]).finally(() => Promise.all(more.map((w) => w.stop())));
-      const floorMs = await new Promise<number>((resolve) => {
-        flood.once('message', (m: { ms: number }) => resolve(m.ms));
+      const flooded = await new Promise<{ ms: number; cpuMs: number }>((resolve) => {
+        flood.once('message', resolve);
         flood.send({ url: receiver.url, count, concurrency, body: many.lastBody, keepAliveMs });
       });
       await receiver.waitFor(count);
-      const floor = (1000 * count) / floorMs;
+      const floor = (1000 * count) / flooded.ms;
+      const senderCpuMs = flooded.cpuMs / count;
       const cpu = (s: Delivered) =>
         `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;
       say(
-        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s`,
+        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s (sender CPU per POST ${senderCpuMs.toFixed(3)} ms)`,
       );
-      return { one, many, floor };
+      return { one, many, floor, senderCpuMs };
     });
     const floor = { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) };
     report.add({
@@ -102,6 +103,12 @@ benchMain(async (options) => {
     perDelivery('postgres', 'PostgreSQL');
     perDelivery('redis', 'Redis (whole server)');
     perDelivery('receiver', 'receiver');
+    report.add({
+      id: 'floor_sender_cpu_ms',
+      label: "plain POSTs: the sender's CPU per POST (the floor's side of the worker's CPU per delivery)",
+      unit: 'ms',
+      runs: samples.map((s) => s.senderCpuMs),
+    });
     report.write(options.outDir);
   } finally {
     flood.kill();

@@ -1,5 +1,6 @@
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   ROOT_CONTEXT,
   SpanStatusCode,
@@ -124,6 +125,8 @@ export interface SpanOptions {
  * message only: an error's other fields may carry what a trace must not) and thrown on.
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  // tracing off: no span records and no context manager keeps one, so the span and its context would change nothing
+  if (!bull) return fn(UNTRACED);
   const parent = options.parent ?? context.active();
   return tracer.startActiveSpan(name, { attributes: options.attributes, links: options.links }, parent, async (span) => {
     try {
@@ -137,6 +140,10 @@ export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) =
   });
 }
 
+/** What `inSpan` hands `fn` while tracing is off: a span that records nothing (the API's own, as its no-op tracer's). */
+const UNTRACED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Set exactly while the SDK runs (`sdk.ts`): tracing is on. */
 let bull: Telemetry | undefined;
 
 /** BullMQ's telemetry (its queue and worker spans, and the trace context each job carries), when tracing is on. */

@@ -6,7 +6,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import { webhookSecretAad } from '../api-keys/service';
 import { accessCodeAad } from './service';
 import { signWebhook } from './signature';
-import { pinnedLookup, RefusedDestination, vetDestination, type Resolver, type VettedDestination } from './destination';
+import { pinnedLookup, RefusedDestination, resolveAll, vetDestination, type Resolver, type VettedDestination } from './destination';
 import type { DeliveryConnections } from './connections';
 import type { Delivery, DeliveryRepo } from './repo';
 import { parseRetryAfter, retryDelaySeconds } from './retry-policy';
@@ -131,11 +131,9 @@ async function attempt(
 ): Promise<Decision> {
   const { webhooks } = app.config;
   const started = Date.now();
-  const vetted = await withDeadline(
-    vetDestination(delivery.url, webhooks, using.resolve),
-    webhooks.timeoutMs,
-    'resolving the webhook host',
-  ).then(
+  // the deadline (and its timer) only where there is a wait: a host name to resolve, not an address
+  const resolve: Resolver = (host) => withDeadline((using.resolve ?? resolveAll)(host), webhooks.timeoutMs, 'resolving the webhook host');
+  const vetted = await vetDestination(delivery.url, webhooks, resolve).then(
     (destination) => ({ destination }),
     (err: Error) => ({ refusal: err }),
   );
@@ -168,7 +166,13 @@ async function attempt(
   return { ...decision, attempt };
 }
 
-function signedRequest(app: DeliveryDeps, delivery: Delivery, secrets: RunSecrets): { body: string; headers: Record<string, string> } {
+/** A request's body, and its headers as Node writes them as given (name, value, name, value: no per-header map). */
+interface SignedRequest {
+  readonly body: string;
+  readonly headers: readonly string[];
+}
+
+function signedRequest(app: DeliveryDeps, delivery: Delivery, secrets: RunSecrets): SignedRequest {
   const payload = { ...delivery.payload };
   if (delivery.sealedAccessCode) payload.access_code = app.box.open(delivery.sealedAccessCode, accessCodeAad(delivery.eventId)).toString();
   const body = JSON.stringify(payload);
@@ -176,14 +180,22 @@ function signedRequest(app: DeliveryDeps, delivery: Delivery, secrets: RunSecret
   const signature = secrets.sign(delivery, body, timestamp);
   return {
     body,
-    headers: {
-      'Content-Type': 'application/json',
-      'User-Agent': 'works-api-webhooks/1',
-      'X-Service-Signature': signature,
-      'X-Service-Timestamp': String(timestamp),
-      'X-Service-Event': delivery.event,
-      'X-Service-Delivery': delivery.id,
-    },
+    headers: [
+      'Content-Type',
+      'application/json',
+      'Content-Length',
+      String(Buffer.byteLength(body)),
+      'User-Agent',
+      'works-api-webhooks/1',
+      'X-Service-Signature',
+      signature,
+      'X-Service-Timestamp',
+      String(timestamp),
+      'X-Service-Event',
+      delivery.event,
+      'X-Service-Delivery',
+      delivery.id,
+    ],
   };
 }
 
@@ -206,7 +218,7 @@ const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
  */
 async function post(
   destination: VettedDestination,
-  request: { body: string; headers: Record<string, string> },
+  request: SignedRequest,
   options: { deadline: number; timeoutMs: number; agent: http.Agent | false },
 ): Promise<Result> {
   const first = await exchange(destination, request, options);
@@ -216,7 +228,7 @@ async function post(
 
 function exchange(
   destination: VettedDestination,
-  request: { body: string; headers: Record<string, string> },
+  request: SignedRequest,
   { deadline, timeoutMs, agent }: { deadline: number; timeoutMs: number; agent: http.Agent | false },
 ): Promise<{ result: Result; staleConnection?: boolean }> {
   return new Promise((resolve) => {
@@ -227,13 +239,19 @@ function exchange(
       clearTimeout(timer);
       resolve({ result, staleConnection });
     };
-    const client = destination.url.protocol === 'https:' ? https : http;
+    const { url } = destination;
+    const client = url.protocol === 'https:' ? https : http;
     let answered = false;
     const outgoing = client.request(
-      destination.url,
       {
+        protocol: url.protocol,
+        // an IPv6 address without its brackets, as Node's own URL-to-options conversion gives it
+        hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
         method: 'POST',
-        headers: { ...request.headers, 'Content-Length': Buffer.byteLength(request.body) },
+        // given as a list, the headers are not set one by one: Node adds no Host of its own then
+        headers: ['Host', url.host, ...request.headers],
         lookup: pinnedLookup(destination.addresses),
         agent,
       },

@@ -22,7 +22,8 @@ export class RefusedDestination extends Error {
 
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
-const resolveAll: Resolver = (hostname) =>
+/** The system resolver (getaddrinfo), every address. */
+export const resolveAll: Resolver = (hostname) =>
   new Promise((resolve, reject) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
   );

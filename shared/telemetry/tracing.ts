@@ -126,7 +126,13 @@ export interface SpanOptions {
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   // tracing off: no span records and no context manager keeps one, so the span and its context would change nothing
-  if (!bull) return fn(UNTRACED);
+  if (!bull) {
+    try {
+      return fn(UNTRACED);
+    } catch (err) {
+      return Promise.reject(err); // as the tracer's path would: a throw becomes the promise's rejection
+    }
+  }
   const parent = options.parent ?? context.active();
   return tracer.startActiveSpan(name, { attributes: options.attributes, links: options.links }, parent, async (span) => {
     try {

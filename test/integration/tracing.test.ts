@@ -11,7 +11,7 @@ import { register } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { spawnWeb, type WebProcess } from '../helpers/web-process';
 import { spawnWorker, type WorkerProcess } from '../helpers/workers';
-import { WebhookReceiver } from '../helpers/receiver';
+import { verifySignature, WebhookReceiver } from '../helpers/receiver';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
 
 const SERVER = 2;
@@ -143,6 +143,15 @@ describe('traces across processes', function () {
       expect(attempt.attributes).to.include({ ...ids, 'works.webhook.event': 'work_registered' });
       const post = trace.filter((s) => s.parentSpanId === attempt.spanId && s.name === 'POST');
       expect(post, `the attempt's POST in ${describeTree(trace)}`).to.have.length(1);
+    }
+    // and each POST arrived as it would untraced, its trace context added to its own headers: signed, named, typed
+    const arrived = hooks.received.filter((r) => r.body?.transaction_id === transactionId);
+    expect(arrived).to.have.length(2);
+    for (const received of arrived) {
+      expect(verifySignature(key.webhookSecret, received), JSON.stringify(received.headers)).to.equal(true);
+      expect(received.headers).to.include({ 'content-type': 'application/json', 'x-service-event': 'work_registered' });
+      expect(received.headers['traceparent']).to.match(new RegExp(`^00-${confirm.traceId}-`));
+      expect(Object.keys(received.headers).filter((name) => /^\d+$/.test(name))).to.deep.equal([]);
     }
     // the relayer's round (many transactions' batch) is in no transaction's trace: its lock query is nowhere here
     const statements = trace.map((s) => String(s.attributes['db.statement'] ?? s.attributes['db.query.text'] ?? ''));

@@ -36,9 +36,10 @@ const PER_ORG = 20; // within an organization's init burst (RATE_LIMIT_BURST 100
 
 benchMain(async (options) => {
   const count = pick(options, options.size, 1000, 5);
-  // one full run takes minutes (each prepare's dry run costs the local chain ~0.3 s): one by default, so the whole
-  // suite stays within 20 minutes; its latencies are percentiles over every registration
-  const runs = pick(options, options.runs, 1, 1);
+  // a full run takes about 40 s (each prepare's dry run costs the local chain ~0.3 s); three by default, each figure
+  // the median of the three, as confirm → webhook and the chain's own part move by seconds from one run to the next
+  // (docs/performance.md, section 17); each run's latencies are percentiles over every registration
+  const runs = pick(options, options.runs, 3, 1);
   const clients = Math.min(CLIENTS, count);
   const report = new BenchReport('pipeline', options.smoke, {
     registrations: count,

@@ -130,6 +130,30 @@ describe('relayer batches between blocks', function () {
     });
   }
 
+  // the watch's request unanswered when the connection drops: @polkadot fails the request itself before it tells of the
+  // drop, which used to read as a refusal and fail the round with every job waiting on it (shared/chain/submit.ts)
+  it('a batch whose connection dropped before the node answered its submission is sent again once the node is back', async () => {
+    const org = await createOrg(app.context, 10_000);
+    const key = await createKey(app.context, org);
+    const pending = await quote(app.url, key.token);
+    const height = await best();
+    const held = chain.holdNextSubmission();
+    const id = await confirm(key.token, pending.jobId);
+    await held;
+    expect(await api.rpc.author.pendingExtrinsics(), 'the held bytes never reached the pool').to.have.length(0);
+    await chain.unreachableFor(500);
+    await reconnected();
+    await inPoolAgain();
+    expect((await rows([id]))[0]!.status, 'still on its way, not failed').to.equal('submitted');
+    await chain.newBlock();
+    const [landed] = await finalized([id], 'the batch sent again, recorded and finalized');
+    expect(Number(landed!.block_number)).to.equal(height + 1);
+    // carried by the job's first run: the drop failed no round (it used to fail it, and the job ran again after its backoff)
+    const job = await app.context.queues.chain.getJob(id);
+    expect([job?.attemptsMade, job?.failedReason], 'one run, never failed').to.deep.equal([1, undefined]);
+    await expectExactlyOnce(app.context, api, org, [id], height + 1);
+  });
+
   it(`a batch the node lost without a word is sent again after ${SILENT_BLOCKS} blocks, not after the watch's 120 s`, async () => {
     const { org, id, height } = await oneInPool();
     const [signed] = await rows([id]);

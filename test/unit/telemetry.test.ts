@@ -3,7 +3,7 @@ import { context, propagation, trace, TraceFlags, type Context } from '@opentele
 import { core } from '@opentelemetry/sdk-node';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { Coalescer } from '../../shared/coalesce';
-import { contextFor, contextOf, sampledIn, traceIdOf } from '../../shared/telemetry/tracing';
+import { contextFor, contextOf, inSpan, sampledIn, traceIdOf } from '../../shared/telemetry/tracing';
 import { samplingRatio } from '../../shared/telemetry/sdk';
 
 const traceparent = (traceId: string, sampled = true) => `00-${traceId}-${'1'.repeat(16)}-0${sampled ? 1 : 0}`;
@@ -42,6 +42,22 @@ describe('telemetry: the trace context work carries', () => {
     const otherTrace = trace.setSpanContext(context.active(), { traceId: 'e'.repeat(32), spanId: '3'.repeat(16), traceFlags: 1 });
     expect(traceIdIn(context.with(otherTrace, () => contextFor(stored)))).to.equal('d'.repeat(32));
     expect(context.with(otherTrace, () => contextFor(null))).to.equal(otherTrace);
+  });
+
+  it('with tracing off (no SDK started), a span records nothing and a throw in its work is the promise’s rejection', async () => {
+    const seen = await inSpan('untraced', { attributes: { 'works.job_id': 'j' } }, async (span) => {
+      span.setAttributes({ 'works.nonce': 1 }).end();
+      return { recording: span.isRecording(), valid: trace.isSpanContextValid(span.spanContext()) };
+    });
+    expect(seen).to.deep.equal({ recording: false, valid: false });
+    // a callback that throws before its first await (not an async function) rejects; inSpan itself never throws
+    let returned: Promise<never> | undefined;
+    expect(() => {
+      returned = inSpan('untraced', {}, () => {
+        throw new Error('refused at once');
+      });
+    }).to.not.throw();
+    expect(await returned!.catch((err: Error) => err.message)).to.equal('refused at once');
   });
 
   it('runs a coalesced call for one submitter in its trace, and one for several in none (never the first caller’s)', async () => {

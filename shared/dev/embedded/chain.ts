@@ -14,6 +14,11 @@ export interface ChainHandle {
   unreachableFor(ms: number): Promise<void>;
   /** Empties the node's pool without a word to the extrinsics' watches, as chopsticks does when a block's building fails (tests). */
   losePool(): void;
+  /**
+   * The next extrinsic submitted is left unanswered and kept out of the pool, as a submission the node was still
+   * reading when it went away (tests): resolves once it has arrived. The next `unreachableFor` fails it.
+   */
+  holdNextSubmission(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,16 +75,27 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   let front = await frontDoor(context.addr, options.port ?? 0);
   const port = front.port;
 
+  const held: (() => void)[] = [];
+  const chain = context.chain as { submitExtrinsic(extrinsic: string): Promise<unknown> };
   let stopped: Promise<void> | undefined;
   return {
     wsUrl: `ws://127.0.0.1:${port}`,
     newBlock,
     async unreachableFor(ms) {
       await front.close();
+      for (const fail of held.splice(0)) fail();
       await new Promise((r) => setTimeout(r, ms));
       front = await frontDoor(context.addr, port);
     },
     losePool: () => context.chain.txPool.clear(),
+    holdNextSubmission: () =>
+      new Promise<void>((arrived) => {
+        chain.submitExtrinsic = () => {
+          delete (chain as Partial<typeof chain>).submitExtrinsic; // the prototype's again, for every later one
+          arrived();
+          return new Promise((_, reject) => held.push(() => reject(new Error('the node went away before answering'))));
+        };
+      }),
     stop() {
       stopped ??= (async () => {
         if (timer) clearInterval(timer);

@@ -10,6 +10,7 @@ import {
   lookupKey,
   recordRevoked,
   type AdmittedWrite,
+  type CacheLookup,
   type CachedKey,
   type KeyCacheDeps,
   type TakeToken,
@@ -93,51 +94,21 @@ export interface KeyCheck {
 export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken, write?: AdmittedWrite): Promise<KeyCheck> {
   if (!isWellFormedToken(token)) throw unauthorized();
   const hash = hashToken(token);
-  const cached = await lookupKey(deps, hash, take, write).catch(() => undefined);
-  if (cached?.kind === 'revoked') throw unauthorized();
-  if (cached?.kind === 'found') {
+  const cached = await lookupKey(deps, hash, take, write).catch((): CacheLookup => ({ kind: 'unknown' }));
+  if (cached.kind === 'revoked') throw unauthorized();
+  if (cached.kind === 'found') {
     if (cached.firstUseThisMinute) touch(deps, cached.key.id);
     const principal = principalOf(cached.key, cached.organizationStatus);
     return { principal, ...(cached.token ? { token: cached.token } : {}), written: cached.written };
   }
-  // no record: shared with the key's other requests that found none meanwhile; Redis away: looked up alone
-  const found = await (cached ? lookUpOnce(deps, hash) : lookUpAndKeep(deps, hash));
-  if (!found || found.key.revokedAt) throw unauthorized();
-  return { principal: principalOf(keyOf(found.key), found.organizationStatus) };
-}
-
-/** PostgreSQL's lookups of keys under way in this process, by database and token hash (`lookUpOnce`). */
-const underWay = new WeakMap<Knex, Map<string, Promise<repo.KeyLookup | undefined>>>();
-
-/**
- * `lookUpAndKeep`, one at a time per key: a key's first requests made at once each found no record, and share one
- * lookup rather than one each. Only requests that found no record share it: a revocation writes the key's record
- * before it answers, so none made after it gets here. A lookup is forgotten once settled (a memoizing library such
- * as p-memoize would keep its answer past a revocation).
- */
-function lookUpOnce(deps: KeyCheckDeps, hash: Buffer): Promise<repo.KeyLookup | undefined> {
-  let byHash = underWay.get(deps.db);
-  if (!byHash) underWay.set(deps.db, (byHash = new Map()));
-  const id = hash.toString('hex');
-  let lookup = byHash.get(id);
-  if (!lookup) {
-    const forget = () => byHash.delete(id);
-    lookup = lookUpAndKeep(deps, hash).finally(forget);
-    byHash.set(id, lookup);
-  }
-  return lookup;
-}
-
-/** The key as PostgreSQL has it, kept in its Redis record for the next requests, and its use recorded. */
-async function lookUpAndKeep(deps: KeyCheckDeps, hash: Buffer): Promise<repo.KeyLookup | undefined> {
   const found = await repo.findKeyByHash(deps.db, hash);
-  if (!found) return undefined;
-  await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : keyOf(found.key), found.organizationStatus).catch(() => undefined);
-  if (!found.key.revokedAt && found.stale) touch(deps, found.key.id);
-  return found;
+  if (!found) throw unauthorized();
+  const key = { id: found.key.id, organizationId: found.key.organizationId, scopes: found.key.scopes };
+  await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : key, found.organizationStatus).catch(() => undefined);
+  if (found.key.revokedAt) throw unauthorized();
+  if (found.stale) touch(deps, found.key.id);
+  return { principal: principalOf(key, found.organizationStatus) };
 }
-
-const keyOf = (key: ApiKey): CachedKey => ({ id: key.id, organizationId: key.organizationId, scopes: key.scopes });
 
 export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
   return (await checkApiKey(deps, token)).principal;

@@ -8,8 +8,6 @@ import { adminToken } from '../helpers/identity';
 import { initBody } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { setOrganizationStatus } from '../../shared/organizations/service';
-import { hashToken } from '../../shared/api-keys/token';
-import { checkApiKey } from '../../shared/api-keys/service';
 
 /**
  * Keys are checked against their records in Redis (shared/api-keys/key-cache.ts): once a key is known there,
@@ -58,27 +56,6 @@ describe('API key records in Redis', () => {
     expectError(await init(noDatabase.url, key.token), 403, 'organization.inactive');
     await setOrganizationStatus(app.context, org, 'active');
     expect((await init(noDatabase.url, key.token)).status).to.equal(200);
-  });
-
-  it('a new key’s first checks, made at once, look it up in PostgreSQL once; a settled lookup is not kept', async () => {
-    const org = await createOrg(app.context, 10_000);
-    const key = await createKey(app.context, org);
-    const lookups: string[] = [];
-    const seen = (query: { sql: string }) => void (/token_hash/.test(query.sql) && lookups.push(query.sql));
-    app.context.db.on('query', seen);
-    try {
-      // twenty checks of a key Redis has no record of yet, begun together as concurrent requests' are
-      const checks = await Promise.all(Array.from({ length: 20 }, () => checkApiKey(app.context, key.token)));
-      expect(checks.map((c) => c.principal)).to.deep.equal(Array(20).fill(checks[0]!.principal));
-      expect(checks[0]!.principal).to.include({ apiKeyId: key.id, organizationId: org });
-      expect(lookups, 'one lookup for the twenty').to.have.length(1);
-      // with its record gone, the key is looked up afresh: a revocation since would be seen
-      await app.context.redis.del(`${app.context.config.redis.prefix}:apikey:${hashToken(key.token).toString('hex')}`);
-      expect((await init(app.url, key.token)).status).to.equal(200);
-      expect(lookups, 'a second lookup').to.have.length(2);
-    } finally {
-      app.context.db.removeListener('query', seen);
-    }
   });
 
   it('a key revoked before Redis knew it is refused, and its record says so', async () => {

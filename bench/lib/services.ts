@@ -66,6 +66,8 @@ export async function startBenchServices(name: string, options: BenchServiceOpti
       // as under `npm run dev`: receivers on this machine are allowed
       WEBHOOK_ALLOW_PRIVATE: 'true',
       ...options.env,
+      // settings of the service to compare, as a JSON object (docs/performance.md, Reproduce): BENCH_SERVICE_ENV='{"CHAIN_BATCH_INTERVAL_MS":"250"}'
+      ...(process.env.BENCH_SERVICE_ENV ? (JSON.parse(process.env.BENCH_SERVICE_ENV) as Env) : {}),
     };
     let chain: ChainProcess | undefined;
     if (options.chainProcess) {

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 
 /**
  * Every benchmark at a tiny size (`npm run bench -- --smoke`: hash 1 MB, api 1 s with 4 connections, pipeline
- * 5 registrations, webhooks 50, listing 2,000 works, sockets 50; chain-limits has no size), each against dependencies of its own, so none
+ * 5 registrations, webhooks 50, listing 2,000 works, sockets 50, chain-alone 5 calls; chain-limits has no size), each against dependencies of its own, so none
  * of them rots: each must finish, print its table and write a results JSON with numbers (into a temporary
  * directory, never bench/results).
  */
@@ -81,5 +81,24 @@ describe('benchmarks (smoke)', function () {
     expect(value('calls_per_block')).to.equal(Math.min(value('calls_per_block_by_ref_time'), value('calls_per_block_by_length')));
     expect(value('calls_per_batch')).to.be.above(0).and.at.most(value('calls_per_block'));
     expect(value('registrations_per_day_6s')).to.equal(Math.floor((value('calls_per_block') * 86_400) / 6));
+  });
+
+  it('chain-alone: every call carried by a block in each run of both ways, the aligned way in one extrinsic per block', () => {
+    const result = JSON.parse(readFileSync(path.join(out, 'chain-alone.json'), 'utf8'));
+    const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;
+    type Ride = { p50: number; p95: number; extrinsics: number; blocks: { calls: number; buildMs: number }[] };
+    for (const strategy of ['interval', 'aligned']) {
+      const rides = result.parameters.blocks[strategy] as Ride[];
+      expect(rides, strategy).to.have.length(result.parameters.runs);
+      for (const ride of rides) {
+        expect(
+          ride.blocks.reduce((n, b) => n + b.calls, 0),
+          strategy,
+        ).to.equal(result.parameters.calls);
+        expect(ride.p95, strategy).to.be.at.least(ride.p50).and.above(0);
+      }
+      expect(value(`${strategy}_p95_ms`), strategy).to.be.at.least(value(`${strategy}_p50_ms`));
+    }
+    for (const ride of result.parameters.blocks.aligned as Ride[]) expect(ride.extrinsics).to.be.at.most(ride.blocks.length);
   });
 });

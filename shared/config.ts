@@ -9,12 +9,6 @@ import { defaultExplorerTemplate } from './chain/explorer';
 export const NETWORKS = ['testnet', 'mainnet'] as const;
 export type Network = (typeof NETWORKS)[number];
 
-/**
- * The least time between two relayer batches while calls keep being made ready between blocks. 1000 ms: fewer
- * extrinsics per block (each one the node validates, and the relayer pays a base fee for) at the cost of at most
- * that wait before a call is batched (docs/performance.md, section 19).
- */
-export const CHAIN_BATCH_INTERVAL_DEFAULT_MS = 1000;
 export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'maintenance', 'certificates'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
@@ -258,7 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     uploads: { maxBytes: read.int('UPLOAD_MAX_BYTES', 500 * 1000 * 1000, 1, 500 * 1000 * 1000) },
     prepareTimeoutMs: read.int('PREPARE_TIMEOUT_MS', 120_000, 1000, 600_000),
     chainBatchMax: read.int('CHAIN_BATCH_MAX', 1000, 1, 10_000),
-    chainBatchIntervalMs: read.int('CHAIN_BATCH_INTERVAL_MS', CHAIN_BATCH_INTERVAL_DEFAULT_MS, 0, 60_000),
+    chainBatchIntervalMs: read.int('CHAIN_BATCH_INTERVAL_MS', 250, 0, 60_000),
     chainGiveUpAfterSeconds: read.int('CHAIN_GIVE_UP_AFTER', 3600, 1, 7 * 86400),
     chainForgetOnNewGenesis: read.bool('CHAIN_FORGET_ON_NEW_GENESIS', false),
     reconcile: {

@@ -8,6 +8,7 @@ import { loadConfig, processEnv, type Config, type Env } from '../../shared/conf
 import { createDb, migrateLatest } from '../../shared/db/knex';
 import { ensurePostgres, createDatabaseIfMissing, dropDatabase } from '../../shared/dev/embedded/postgres';
 import { DEV_RELAYER_SEED, startEmbedded } from '../../shared/dev/embedded';
+import { localChainSettings } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
 import { startChainProcess, type ChainProcess } from './processes';
 
@@ -56,6 +57,7 @@ export async function startBenchServices(name: string, options: BenchServiceOpti
     stops.push(() => dropDatabase(pg.serverUrl, dbName));
     const prefix = `bench_${name}_${runId}`;
     const base: Env = {
+      ...serviceSettings(),
       NODE_ENV: 'development',
       LOG_LEVEL: 'warn',
       DATABASE_URL: databaseUrl,
@@ -66,14 +68,16 @@ export async function startBenchServices(name: string, options: BenchServiceOpti
       // as under `npm run dev`: receivers on this machine are allowed
       WEBHOOK_ALLOW_PRIVATE: 'true',
       ...options.env,
-      // settings of the service to compare, as a JSON object (docs/performance.md, Reproduce): BENCH_SERVICE_ENV='{"CHAIN_BATCH_INTERVAL_MS":"250"}'
-      ...(process.env.BENCH_SERVICE_ENV ? (JSON.parse(process.env.BENCH_SERVICE_ENV) as Env) : {}),
     };
     let chain: ChainProcess | undefined;
     if (options.chainProcess) {
       chain = await startChainProcess(options.blocks, await relayerAddress(DEV_RELAYER_SEED));
       stops.push(chain.stop);
-      Object.assign(base, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: DEV_RELAYER_SEED });
+      Object.assign(
+        base,
+        { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: DEV_RELAYER_SEED },
+        localChainSettings(base, options.blocks),
+      );
     }
     const embedded = await startEmbedded(base, { dataDir, databaseName: dbName, blocks: options.blocks, webBaseUrl: 'http://127.0.0.1:0' });
     stops.push(embedded.stop);
@@ -115,4 +119,18 @@ async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Settings of the service to compare, from BENCH_SERVICE_ENV (a JSON object of variables, docs/performance.md,
+ * Reproduce): `BENCH_SERVICE_ENV='{"CHAIN_BATCH_INTERVAL_MS":"250"}' npm run bench -- pipeline`. The bench's own
+ * settings win (its database, Redis prefix, chain and those it needs to measure at all).
+ */
+export function serviceSettings(): Env {
+  const given = processEnv().BENCH_SERVICE_ENV;
+  if (!given) return {};
+  const parsed: unknown = JSON.parse(given);
+  if (!parsed || typeof parsed !== 'object' || Object.values(parsed).some((v) => typeof v !== 'string'))
+    throw new Error('BENCH_SERVICE_ENV: a JSON object of strings, e.g. {"CHAIN_BATCH_INTERVAL_MS":"250"}');
+  return parsed as Env;
 }

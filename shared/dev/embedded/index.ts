@@ -5,7 +5,7 @@ import type { Env } from '../../config';
 import { ensurePostgres, createDatabaseIfMissing } from './postgres';
 import { ensureRedis } from './redis';
 import { startS3rver } from './s3';
-import { startLocalChain } from './chain';
+import { localChainSettings, startLocalChain } from './chain';
 import { relayerAddress } from '../../chain/keys';
 import { ensureDevIdpKey } from '../identity-provider';
 
@@ -83,7 +83,7 @@ export async function startEmbedded(env: Env, options: EmbeddedOptions): Promise
       const chain = await startLocalChain({ endow: [await relayerAddress(seed)], blocks: options.blocks });
       stops.push(chain.stop);
       chains.push(chain);
-      Object.assign(out, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: seed });
+      Object.assign(out, { CHAIN_TESTNET_WS: chain.wsUrl, RELAYER_SEED_TESTNET: seed }, localChainSettings(env, options.blocks));
       step(
         `Chain (testnet): chopsticks started at ${chain.wsUrl}, running Rococo Asset Hub, ${options.blocks === 'instant' ? 'instant blocks' : `a block every ${options.blocks} ms`}`,
       );

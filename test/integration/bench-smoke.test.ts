@@ -88,7 +88,7 @@ describe('benchmarks (smoke)', function () {
     const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;
     type Ride = { p50: number; p95: number; extrinsics: number; blocks: { calls: number; buildMs: number }[] };
     for (const strategy of ['interval', 'aligned']) {
-      const rides = result.parameters.blocks[strategy] as Ride[];
+      const rides = result.parameters.rides[strategy] as Ride[];
       expect(rides, strategy).to.have.length(result.parameters.runs);
       for (const ride of rides) {
         expect(
@@ -99,6 +99,6 @@ describe('benchmarks (smoke)', function () {
       }
       expect(value(`${strategy}_p95_ms`), strategy).to.be.at.least(value(`${strategy}_p50_ms`));
     }
-    for (const ride of result.parameters.blocks.aligned as Ride[]) expect(ride.extrinsics).to.be.at.most(ride.blocks.length);
+    for (const ride of result.parameters.rides.aligned as Ride[]) expect(ride.extrinsics).to.be.at.most(ride.blocks.length);
   });
 });

@@ -4,12 +4,12 @@ import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import { cryptoWaitReady } from '@polkadot/util-crypto';
-import { remarkDialect } from '../shared/chain/dialects/remark';
 import { batchOf } from '../shared/chain/batch';
 import { localChainSettings } from '../shared/dev/embedded/chain';
 import { benchMain, say } from './lib/main';
 import { pick } from './lib/options';
 import { BenchReport } from './lib/report';
+import { anchorCall } from './lib/chain-floor';
 import { startChainProcess, type ChainBlock, type ChainProcess } from './lib/processes';
 import { serviceSettings } from './lib/services';
 import { percentile } from './lib/stats';
@@ -44,7 +44,8 @@ benchMain(async (options) => {
   const runs = pick(options, options.runs, 3, 1);
   const arrivalMs = options.smoke ? 500 : ARRIVAL_MS;
   const settings = serviceSettings();
-  const intervalMs = Number(settings.CHAIN_BATCH_INTERVAL_MS ?? localChainSettings(settings, BLOCK_MS).CHAIN_BATCH_INTERVAL_MS ?? 250);
+  // as the service would read it on this chain: BENCH_SERVICE_ENV's, else the local chain's
+  const intervalMs = Number({ ...settings, ...localChainSettings(settings, BLOCK_MS) }.CHAIN_BATCH_INTERVAL_MS);
   await cryptoWaitReady();
   const relayer = new Keyring({ type: 'sr25519' }).addFromUri(`//bench-chain-alone-${randomBytes(4).toString('hex')}`);
   const report = new BenchReport('chain-alone', options.smoke, {
@@ -128,25 +129,10 @@ interface Ride {
   readonly blocks: readonly { readonly number: number; readonly calls: number; readonly buildMs: number }[];
 }
 
-/** `count` anchor calls as chain workers build them (the owner's signature inside), ats ids from `from` + 1. */
+/** `count` anchor calls as chain workers build them, ats ids from `from` + 1. */
 async function anchorCalls(api: ApiPromise, relayer: KeyringPair, count: number, from: number): Promise<string[]> {
   const calls: string[] = [];
-  for (let i = 0; i < count; i++)
-    calls.push(
-      await remarkDialect.buildCall(
-        api,
-        {
-          action: 'register',
-          network: 'testnet',
-          protocolVersion: 1,
-          atsId: BigInt(from + i + 1),
-          version: 1,
-          commitment: randomBytes(32),
-          ownerSeed: randomBytes(32),
-        },
-        relayer.address,
-      ),
-    );
+  for (let i = 0; i < count; i++) calls.push(await anchorCall(api, relayer.address, from + i + 1));
   return calls;
 }
 

@@ -3,11 +3,10 @@ import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
 import { cryptoWaitReady } from '@polkadot/util-crypto';
 import { startLocalChain } from '../shared/dev/embedded/chain';
-import { remarkDialect } from '../shared/chain/dialects/remark';
 import { fitBatch } from '../shared/chain/batch';
 import { benchMain, say } from './lib/main';
 import { BenchReport } from './lib/report';
-import { chainCapacity } from './lib/chain-floor';
+import { anchorCall, chainCapacity } from './lib/chain-floor';
 
 /**
  * The chain's own limits, for the capacity model (docs/capacity.md): read from the runtime the benches and
@@ -29,19 +28,7 @@ benchMain(async (options) => {
   const chain = await startLocalChain({ endow: [relayer.address], blocks: 'instant' });
   const api = await ApiPromise.create({ provider: new WsProvider(chain.wsUrl), noInitWarn: true });
   try {
-    const callHex = await remarkDialect.buildCall(
-      api,
-      {
-        action: 'register',
-        network: 'testnet',
-        protocolVersion: 1,
-        atsId: 1n,
-        version: 1,
-        commitment: randomBytes(32),
-        ownerSeed: randomBytes(32),
-      },
-      relayer.address,
-    );
+    const callHex = await anchorCall(api, relayer.address, 1);
     const call = { method: api.createType('Call', callHex) };
     const capacity = await chainCapacity(api, callHex, relayer.address);
     const perBatch = await fitBatch(api, relayer, Array<string>(CHAIN_BATCH_MAX).fill(callHex), CHAIN_BATCH_MAX);

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { ApiPromise } from '@polkadot/api';
+import { remarkDialect } from '../../shared/chain/dialects/remark';
 
 export interface ChainCapacity {
   /** Calls like this one the runtime lets into one block: its normal-class weight (ref time and proof size) and length. */
@@ -57,4 +59,21 @@ function weight(json: unknown): { refTime: number; proofSize: number } {
   if (typeof json === 'number' || typeof json === 'string') return { refTime: Number(json), proofSize: 0 };
   const w = json as Record<string, number | string | undefined>;
   return { refTime: Number(w.refTime ?? w.ref_time ?? 0), proofSize: Number(w.proofSize ?? w.proof_size ?? 0) };
+}
+
+/** A registration's anchor call as a chain worker builds it (the `remark` dialect, the owner's signature inside). */
+export function anchorCall(api: ApiPromise, relayer: string, atsId: number): Promise<string> {
+  return remarkDialect.buildCall(
+    api,
+    {
+      action: 'register',
+      network: 'testnet',
+      protocolVersion: 1,
+      atsId: BigInt(atsId),
+      version: 1,
+      commitment: randomBytes(32),
+      ownerSeed: randomBytes(32),
+    },
+    relayer,
+  );
 }

@@ -9,7 +9,7 @@ import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
-import { accountNonceAt, nextAccountIndex, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
+import { accountNonceAt, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, finalizedBlockNumber, finalizedHead, HeadWatches, waitFinalized } from './heads';
 
@@ -155,10 +155,6 @@ export class AnchorService {
   /** Every dry run the service asks of a node goes through here. */
   private dryRun(api: ApiPromise, hex: string, at: string): Promise<DryRunVerdict> {
     return dryRunAt(api, hex, at);
-  }
-
-  async nextRelayerNonce(network: Network): Promise<number> {
-    return nextAccountIndex(await this.chains.api(network), this.relayerAddress(network));
   }
 
   /** The relayer's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */

@@ -30,11 +30,6 @@ export async function signBatch(api: ApiPromise, relayer: KeyringPair, callHexes
   return { hex: signed.toHex(), hash: signed.hash.toHex(), nonce, signedAtBlock: birth.number };
 }
 
-/** The relayer's next index, extrinsics in the pool counted. */
-export async function nextAccountIndex(api: ApiPromise, address: string): Promise<number> {
-  return (await api.rpc.system.accountNextIndex(address)).toNumber();
-}
-
 /** The account's nonce in the state of block `at` (the best by default; extrinsics in the pool not counted). */
 export async function accountNonceAt(api: ApiPromise, address: string, at?: string): Promise<number> {
   const state = at ? await api.at(at) : api;

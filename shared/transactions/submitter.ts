@@ -1,6 +1,7 @@
 import { EventEmitter, once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import { withConnection } from '../db/knex';
+import type { Knex } from 'knex';
+import { withConnection, type PgConnection } from '../db/knex';
 import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected, WatchLost } from '../chain/anchors';
@@ -99,7 +100,7 @@ export class RelayerSubmitter {
 
   private async run(network: Network): Promise<void> {
     for (;;) {
-      const held = await this.withRelayerLock(network, () => this.rounds(network));
+      const held = await this.withRelayerLock(network, (lock) => this.rounds(network, lock));
       if (!held) return; // another process submits; it looks again for ready calls after releasing the lock
       // A call made ready while we held the lock, whose job then failed to take it, is picked up here. (A batch
       // still on its way is looked for again by the next drain its jobs ask for, not in a loop here.)
@@ -107,14 +108,19 @@ export class RelayerSubmitter {
     }
   }
 
-  /** Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. */
-  private async withRelayerLock(network: Network, fn: () => Promise<void>): Promise<boolean> {
+  /**
+   * Runs `fn` holding the relayer's session-level advisory lock on a dedicated connection; false when taken. `fn` is
+   * given that connection: what a round reads and signs goes through it, so it never waits for one of the pool (which
+   * a burst's chain jobs fill: 0.1 to 0.8 s a round, `docs/performance.md` section 20), and a batch is only ever
+   * signed while the lock is held (a lock whose connection dropped fails the round's next statement).
+   */
+  private async withRelayerLock(network: Network, fn: (lock: PgConnection) => Promise<void>): Promise<boolean> {
     const key = `relayer:${network}:${this.anchors.relayerAddress(network)}`;
     return withConnection(this.app.db, async (connection) => {
       const { rows } = await this.app.db.raw('SELECT pg_try_advisory_lock(hashtext(?)) AS held', [key]).connection(connection);
       if (!rows[0].held) return false;
       try {
-        await fn();
+        await fn(connection);
       } finally {
         await this.app.db.raw('SELECT pg_advisory_unlock(hashtext(?))', [key]).connection(connection);
       }
@@ -122,7 +128,12 @@ export class RelayerSubmitter {
     });
   }
 
-  private async rounds(network: Network): Promise<void> {
+  /** `fn` in an SQL transaction on the lock's connection. */
+  private onLock<T>(lock: PgConnection, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.app.db.transaction(fn, { connection: lock });
+  }
+
+  private async rounds(network: Network, lock: PgConnection): Promise<void> {
     await ensureChainIdentity(this.app, network, this.anchors.relayerAddress(network), {
       genesis: (await this.anchors.genesisHash(network)).toString('hex'),
       blockHashAt: (height) => this.anchors.blockHashAt(network, height),
@@ -151,14 +162,14 @@ export class RelayerSubmitter {
     try {
       while (!failures.length) {
         const seen = this.readyCount.get(network) ?? 0;
-        const ready = await nextReadyCalls(this.app.db, network, this.app.config.chainBatchMax);
+        const ready = await this.onLock(lock, (trx) => nextReadyCalls(trx, network, this.app.config.chainBatchMax));
         if (!ready.length) {
           if (!out.size) break;
           await this.moreToSend(network, seen, sentAt, Promise.race(out));
           continue;
         }
-        // asked with the fitting (the node answers between its blocks' building); its error is signBatch's
-        const chainNonce = this.anchors.nextRelayerNonce(network);
+        // read with the fitting; its error is signBatch's
+        const chainNonce = this.anchors.onChainNonce(network);
         chainNonce.catch(() => undefined);
         const count = await this.anchors.fitBatch(
           network,
@@ -166,13 +177,14 @@ export class RelayerSubmitter {
           this.app.config.chainBatchMax,
         );
         const ids = ready.slice(0, count).map((r) => r.id);
-        const submission = await this.signBatch(network, ids, chainNonce);
+        const submission = await this.signBatch(network, lock, ids, chainNonce);
         if (!submission) continue;
         failpoint('chain.batch_signed');
         sentAt = Date.now();
         track(this.send(submission, { checkChainFirst: false }).catch(unlessLost(submission, (err) => void failures.push(err))));
-        // sent first: the calls' step to live clients took 200–300 ms of a burst's round
-        await publishTransactionUpdates(this.app, ids);
+        // the calls' step to live clients, beside the next round, not before it (it took 0.1 to 0.9 s of a burst's
+        // rounds); never throws
+        void publishTransactionUpdates(this.app, ids);
         await this.moreToSend(network, seen, sentAt, Promise.all(out));
       }
     } finally {
@@ -202,19 +214,27 @@ export class RelayerSubmitter {
 
   /**
    * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
-   * chain is the truth for the nonce: the relayer's next index (its pool counted) or, past it, the first that
-   * none of this relayer's own batches on their way holds; never a number remembered from before (a restored
-   * backup, a chain started afresh, a relayer used by something else would all make it wrong). Only the
-   * holder of the relayer's advisory lock (`withRelayerLock`) gets here, which is what serialises it.
-   * `nextIndex`, asked while the batch was fitted: a batch recorded in a block since then leaves its nonce to
-   * this one, which the node refuses as stale, and its calls go out again (`send`).
+   * chain is the truth for the nonce: the relayer's nonce in the best block's state or, past it, the first that
+   * none of this relayer's own batches on their way (in the pool or not) holds; never a number remembered from
+   * before (a restored backup, a chain started afresh, a relayer used by something else would all make it wrong).
+   * The state is read, not the node's pool-counted next index: chopsticks computes that with a runtime call that
+   * waits for the block it is building (0.4 to 1.2 s a round under a burst), and the pool holds only this relayer's
+   * own batches unless something else signs with its key (then the node refuses the clash, and the calls go out
+   * again once that extrinsic is in a block). Only the holder of the relayer's advisory lock (`withRelayerLock`)
+   * gets here, on the lock's connection, which is what serialises it. `nextIndex`, read while the batch was
+   * fitted: a batch recorded in a block since then leaves its nonce to this one, which the node refuses as stale,
+   * and its calls go out again (`send`).
    */
-  private async signBatch(network: Network, transactionIds: string[], nextIndex: Promise<number>): Promise<SubmissionRow | undefined> {
-    const { db } = this.app;
+  private async signBatch(
+    network: Network,
+    lock: PgConnection,
+    transactionIds: string[],
+    nextIndex: Promise<number>,
+  ): Promise<SubmissionRow | undefined> {
     const relayer = this.anchors.relayerAddress(network);
     const genesis = (await this.anchors.genesisHash(network)).toString('hex');
     const chainNonce = await nextIndex;
-    const signedRow = await db.transaction(async (trx) => {
+    const signedRow = await this.onLock(lock, async (trx) => {
       const items = await lockUnbatched(trx, transactionIds);
       if (!items.length) return undefined;
       // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)

@@ -142,10 +142,14 @@ export class SubmissionRejected extends Error {
   }
 }
 
-function classifySubmitError(err: Error): Error {
+/**
+ * The node's refusal of a submission, told apart (exported for its unit test). 1012 (temporarily banned: the node saw
+ * these bytes lately, in a block perhaps) and 1013 (already imported) mean the node held them: they may still land.
+ */
+export function classifySubmitError(err: Error): Error {
   // 1010 invalid (stale or future nonce, payment, bad proof, ancient birth block, exhausts resources),
   // 1011 unknown validity, 1014 priority too low (another extrinsic holds the nonce): not in the pool.
-  if (/^101[0124]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
+  if (/^101[014]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
     return new SubmissionRejected(err.message);
   }
   if (/^101[23]|Temporarily Banned|Already Imported/i.test(err.message)) return new SubmissionRejected(err.message, true);

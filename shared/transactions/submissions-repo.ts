@@ -57,9 +57,12 @@ export async function signedSubmissions(db: Db, network: Network): Promise<Submi
   return (await db('chain_submissions').where({ network, status: 'signed' }).orderBy('nonce')).map(toSubmission);
 }
 
-/** The nonces the relayer's batches on their way hold. */
-export async function signedNonces(db: Db, network: Network, relayer: string): Promise<bigint[]> {
-  const nonces = await db('chain_submissions').where({ network, relayer, status: 'signed' }).pluck('nonce');
+/**
+ * The nonces the relayer's batches not yet final hold: those on their way, and those seen in a block that a reorg may
+ * still take back (the node puts such a batch back in its pool, while the best block's state no longer counts it).
+ */
+export async function unfinalNonces(db: Db, network: Network, relayer: string): Promise<bigint[]> {
+  const nonces = await db('chain_submissions').where({ network, relayer }).whereIn('status', ['signed', 'in_block']).pluck('nonce');
   return nonces.map((n: string) => BigInt(n));
 }
 

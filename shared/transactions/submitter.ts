@@ -8,7 +8,7 @@ import { AnchorService, ERA_PERIOD, SubmissionRejected, WatchLost } from '../cha
 import { allocateNonces } from '../chain/nonces';
 import { failpoint } from '../failpoints';
 import { hasReadyCall, lockUnbatched, markBatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
-import { insertSubmission, markSubmissionRetracted, signedNonces, signedSubmissions, type SubmissionRow } from './submissions-repo';
+import { insertSubmission, markSubmissionRetracted, signedSubmissions, unfinalNonces, type SubmissionRow } from './submissions-repo';
 import { recordInclusion, requeue, type Announce } from './batch-results';
 import { withOwnerNonces } from './owner-nonces';
 import { enterStep } from './steps';
@@ -81,6 +81,7 @@ export class RelayerSubmitter {
     while (this.running.size || this.queued.size) {
       await Promise.allSettled([...this.running.values(), ...this.queued.values()]);
     }
+    await this.publishing;
   }
 
   /**
@@ -128,9 +129,18 @@ export class RelayerSubmitter {
     });
   }
 
+  /** Live updates of this submitter's batched calls, one after another (each reads its rows as they then stand). */
+  private publishing: Promise<void> = Promise.resolve();
+
   /** `fn` in an SQL transaction on the lock's connection. */
-  private onLock<T>(lock: PgConnection, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    return this.app.db.transaction(fn, { connection: lock });
+  private async onLock<T>(lock: PgConnection, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    try {
+      return await this.app.db.transaction(fn, { connection: lock });
+    } finally {
+      // knex tags a connection it was lent with the transaction's id and leaves the tag: the connection goes back to the
+      // pool untagged, so that statements made on it later are not reported as this transaction's
+      delete (lock as { __knexTxId?: string }).__knexTxId;
+    }
   }
 
   private async rounds(network: Network, lock: PgConnection): Promise<void> {
@@ -168,23 +178,20 @@ export class RelayerSubmitter {
           await this.moreToSend(network, seen, sentAt, Promise.race(out));
           continue;
         }
-        // read with the fitting; its error is signBatch's
-        const chainNonce = this.anchors.onChainNonce(network);
-        chainNonce.catch(() => undefined);
         const count = await this.anchors.fitBatch(
           network,
           ready.map((r) => r.call_hex),
           this.app.config.chainBatchMax,
         );
         const ids = ready.slice(0, count).map((r) => r.id);
-        const submission = await this.signBatch(network, lock, ids, chainNonce);
+        const submission = await this.signBatch(network, lock, ids);
         if (!submission) continue;
         failpoint('chain.batch_signed');
         sentAt = Date.now();
         track(this.send(submission, { checkChainFirst: false }).catch(unlessLost(submission, (err) => void failures.push(err))));
         // the calls' step to live clients, beside the next round, not before it (it took 0.1 to 0.9 s of a burst's
-        // rounds); never throws
-        void publishTransactionUpdates(this.app, ids);
+        // rounds); in turn with the earlier ones, so a client never gets an older state after a newer; never throws
+        this.publishing = this.publishing.then(() => publishTransactionUpdates(this.app, ids));
         await this.moreToSend(network, seen, sentAt, Promise.all(out));
       }
     } finally {
@@ -215,31 +222,27 @@ export class RelayerSubmitter {
   /**
    * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
    * chain is the truth for the nonce: the relayer's nonce in the best block's state or, past it, the first that
-   * none of this relayer's own batches on their way (in the pool or not) holds; never a number remembered from
-   * before (a restored backup, a chain started afresh, a relayer used by something else would all make it wrong).
-   * The state is read, not the node's pool-counted next index: chopsticks computes that with a runtime call that
-   * waits for the block it is building (0.4 to 1.2 s a round under a burst), and the pool holds only this relayer's
-   * own batches unless something else signs with its key (then the node refuses the clash, and the calls go out
-   * again once that extrinsic is in a block). Only the holder of the relayer's advisory lock (`withRelayerLock`)
-   * gets here, on the lock's connection, which is what serialises it. `nextIndex`, read while the batch was
-   * fitted: a batch recorded in a block since then leaves its nonce to this one, which the node refuses as stale,
-   * and its calls go out again (`send`).
+   * none of this relayer's own batches not yet final holds (on their way, sent or not; or seen in a block a reorg
+   * may take back); never a number remembered from before (a restored backup, a chain started afresh, a relayer
+   * used by something else would all make it wrong). The state is read, not the node's pool-counted next index:
+   * chopsticks computes that with a runtime call that waits for the block it is building (0.4 to 1.2 s a round
+   * under a burst, `docs/performance.md` section 20). The pool holds only this relayer's own batches unless
+   * something else signs with its key; then the node refuses the clash, or takes ours in its stead, and whichever
+   * lost goes out again once the other is in a block (each refusal of ours backs off further). The batches not yet
+   * final are read before the state: a batch recorded in a block in between is then counted by both, never by
+   * neither. Only the holder of the relayer's advisory lock (`withRelayerLock`) gets here, on the lock's
+   * connection, which is what serialises it.
    */
-  private async signBatch(
-    network: Network,
-    lock: PgConnection,
-    transactionIds: string[],
-    nextIndex: Promise<number>,
-  ): Promise<SubmissionRow | undefined> {
+  private async signBatch(network: Network, lock: PgConnection, transactionIds: string[]): Promise<SubmissionRow | undefined> {
     const relayer = this.anchors.relayerAddress(network);
     const genesis = (await this.anchors.genesisHash(network)).toString('hex');
-    const chainNonce = await nextIndex;
     const signedRow = await this.onLock(lock, async (trx) => {
       const items = await lockUnbatched(trx, transactionIds);
       if (!items.length) return undefined;
-      // the first nonce from the chain's that no batch on its way holds (a batch given up leaves a hole to fill)
-      const onTheirWay = await signedNonces(trx, network, relayer);
-      const nonce = Number(allocateNonces(BigInt(chainNonce), onTheirWay, 1).nonces[0]);
+      // the first nonce from the chain's that no batch not yet final holds (a batch given up leaves a hole to fill)
+      const unfinal = await unfinalNonces(trx, network, relayer);
+      const chainNonce = await this.anchors.onChainNonce(network);
+      const nonce = Number(allocateNonces(BigInt(chainNonce), unfinal, 1).nonces[0]);
       const callHexes =
         (await this.anchors.dialect(network)) === 'ats'
           ? await withOwnerNonces({ app: this.app, anchors: this.anchors }, trx, network, items)

@@ -10,6 +10,8 @@ import { AnchorService } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
 import type { Network } from '../../shared/config';
+import { unfinalNonces } from '../../shared/transactions/submissions-repo';
+import { allocateNonces } from '../../shared/chain/nonces';
 
 /** Fault injection: the worker dies after signing and storing the batch, before its bytes reach the node. */
 class DiesBeforeSending extends AnchorService {
@@ -159,5 +161,34 @@ describe('the relayer against a chain that is not as the database remembers it',
     expect(() => configWith({ NODE_ENV: 'production', CHAIN_FORGET_ON_NEW_GENESIS: 'true' })).to.throw(
       /CHAIN_FORGET_ON_NEW_GENESIS must not be set in production/,
     );
+  });
+  it("holds the nonces of a relayer's batches not yet final, one seen in a block too (a reorg puts it back in the pool)", async () => {
+    // a relayer of this test's own: its rows are the only ones counted
+    const address = new Keyring({ type: 'sr25519' }).addFromUri(`//drift-${Date.now()}`).address;
+    const statuses = ['signed', 'in_block', 'finalized', 'expired', 'rejected'] as const;
+    await app.context.db('chain_submissions').insert(
+      statuses.map((status, i) => ({
+        network: 'testnet',
+        relayer: address,
+        nonce: 10 + i,
+        genesis_hash: '00'.repeat(32),
+        extrinsic_hex: '0x00',
+        tx_hash: `0x${String(i).repeat(64)}`,
+        signed_at_block: 1,
+        items: 0,
+        status,
+      })),
+    );
+    try {
+      const held = await unfinalNonces(app.context.db, 'testnet', address);
+      expect(held.sort()).to.deep.equal([10n, 11n]);
+      // the best block's state at 10 (a reorg took back the block carrying 11, whose batch is in the pool again): 12
+      expect(allocateNonces(10n, held, 1).nonces).to.deep.equal([12n]);
+      // the block carrying 10 and 11 the best (its state at 12): 12
+      expect(allocateNonces(12n, held, 1).nonces).to.deep.equal([12n]);
+    } finally {
+      // a batch left signed would be sent again by the next submitter of this network
+      await app.context.db('chain_submissions').where({ relayer: address }).delete();
+    }
   });
 });

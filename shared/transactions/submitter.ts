@@ -5,13 +5,11 @@ import { withConnection, type PgConnection } from '../db/knex';
 import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
 import { AnchorService, ERA_PERIOD, SubmissionRejected, WatchLost } from '../chain/anchors';
-import { allocateNonces } from '../chain/nonces';
 import { failpoint } from '../failpoints';
-import { hasReadyCall, lockUnbatched, markBatched, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
-import { insertSubmission, markSubmissionRetracted, signedSubmissions, unfinalNonces, type SubmissionRow } from './submissions-repo';
+import { hasReadyCall, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
+import { markSubmissionRetracted, signedSubmissions, type SubmissionRow } from './submissions-repo';
+import { signAndStoreBatch } from './sign-batch';
 import { recordInclusion, requeue, type Announce } from './batch-results';
-import { withOwnerNonces } from './owner-nonces';
-import { enterStep } from './steps';
 import { publishTransactionUpdates } from './updates';
 import { ensureChainIdentity } from './chain-identity';
 import { detached } from '../telemetry/tracing';
@@ -219,53 +217,11 @@ export class RelayerSubmitter {
     }
   }
 
-  /**
-   * Allocates the nonce, signs the batch and stores it with its items, all before anything is sent. The
-   * chain is the truth for the nonce: the relayer's nonce in the best block's state or, past it, the first that
-   * none of this relayer's own batches not yet final holds (on their way, sent or not; or seen in a block a reorg
-   * may take back); never a number remembered from before (a restored backup, a chain started afresh, a relayer
-   * used by something else would all make it wrong). The state is read, not the node's pool-counted next index:
-   * chopsticks computes that with a runtime call that waits for the block it is building (0.4 to 1.2 s a round
-   * under a burst, `docs/performance.md` section 20). The pool holds only this relayer's own batches unless
-   * something else signs with its key; then the node refuses the clash, or takes ours in its stead, and whichever
-   * lost goes out again once the other is in a block (each refusal of ours backs off further). The batches not yet
-   * final are read before the state: a batch recorded in a block in between is then counted by both, never by
-   * neither. Only the holder of the relayer's advisory lock (`withRelayerLock`) gets here, on the lock's
-   * connection, which is what serialises it.
-   */
+  /** Signs and stores the batch on the lock's connection (sign-batch.ts), counted once stored. */
   private async signBatch(network: Network, lock: PgConnection, transactionIds: string[]): Promise<SubmissionRow | undefined> {
-    const relayer = this.anchors.relayerAddress(network);
-    const genesis = (await this.anchors.genesisHash(network)).toString('hex');
-    const signedRow = await this.onLock(lock, async (trx) => {
-      const items = await lockUnbatched(trx, transactionIds);
-      if (!items.length) return undefined;
-      // the first nonce from the chain's that no batch not yet final holds (a batch given up leaves a hole to fill)
-      const unfinal = await unfinalNonces(trx, network, relayer);
-      const chainNonce = await this.anchors.onChainNonce(network);
-      const nonce = Number(allocateNonces(BigInt(chainNonce), unfinal, 1).nonces[0]);
-      const callHexes =
-        (await this.anchors.dialect(network)) === 'ats'
-          ? await withOwnerNonces({ app: this.app, anchors: this.anchors }, trx, network, items)
-          : items.map((i) => i.call_hex);
-      const signed = await this.anchors.signBatch(network, callHexes, nonce);
-      const row = await insertSubmission(trx, {
-        network,
-        relayer,
-        nonce,
-        genesisHash: genesis,
-        extrinsicHex: signed.hex,
-        txHash: signed.hash,
-        signedAtBlock: signed.signedAtBlock,
-        items: items.length,
-      });
-      await markBatched(
-        trx,
-        { id: row.id, txHash: signed.hash },
-        items.map((item) => ({ id: item.id, steps: enterStep(item.steps, 'submitting') })),
-      );
-      this.app.log.info({ network, submission_id: row.id, nonce, items: items.length, tx_hash: signed.hash }, 'batch signed');
-      return row;
-    });
+    const signedRow = await this.onLock(lock, (trx) =>
+      signAndStoreBatch({ app: this.app, anchors: this.anchors }, trx, network, transactionIds),
+    );
     // counted once it is stored (a commit that failed signs the batch again)
     if (signedRow) this.app.metrics.chainBatchSize.observe({ network }, signedRow.items);
     return signedRow;

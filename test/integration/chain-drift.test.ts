@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { Knex } from 'knex';
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
 import { eventually, logsFromNow, type TestApp } from '../helpers/app';
@@ -17,6 +18,34 @@ import { allocateNonces } from '../../shared/chain/nonces';
 class DiesBeforeSending extends AnchorService {
   override async submit(_network: Network, _hex: string): Promise<never> {
     throw new Error('worker died before sending');
+  }
+}
+
+/**
+ * Fault injection: the relayer's advisory lock is lost while a round fits its batch (the backend of the connection
+ * holding it is terminated, as a server restart or a dropped connection would end it).
+ */
+class LosesTheLock extends AnchorService {
+  lockTaken = false;
+  constructor(
+    chains: ConstructorParameters<typeof AnchorService>[0],
+    private readonly db: Knex,
+  ) {
+    super(chains);
+  }
+  override async fitBatch(network: Network, callHexes: readonly string[], max: number): Promise<number> {
+    if (!this.lockTaken) {
+      this.lockTaken = true;
+      const key = `relayer:${network}:${this.relayerAddress(network)}`;
+      const { rows } = await this.db.raw(
+        `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
+          WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND objid::bigint = (hashtext(?)::bigint & 4294967295)`,
+        [key],
+      );
+      expect(rows, "the relayer's lock, held by the round").to.deep.equal([{ ended: true }]);
+    }
+    return super.fitBatch(network, callHexes, max);
   }
 }
 
@@ -190,5 +219,30 @@ describe('the relayer against a chain that is not as the database remembers it',
       // a batch left signed would be sent again by the next submitter of this network
       await app.context.db('chain_submissions').where({ relayer: address }).delete();
     }
+  });
+  it('a round whose lock was lost while it fitted its batch stores no batch; the job then lands it once under a new lock', async () => {
+    const org = await createOrg(app.context, 1000);
+    const key = await createKey(app.context, org);
+    const r = await register(app.url, key.token);
+    const txId = r.confirm.body.transaction_id as string;
+    const losing = new LosesTheLock(app.context.chains, app.context.db);
+    const failed = await advanceTransaction(
+      { app: app.context, anchors: losing, submitter: new RelayerSubmitter(app.context, losing) },
+      txId,
+    ).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(losing.lockTaken, 'the lock was taken away mid-round').to.equal(true);
+    // the signing transaction ran on the lock's connection, gone with it: nothing stored, nothing sent
+    expect(failed, 'the round ended with its connection').to.be.instanceOf(Error);
+    const row = await app.context.db('transactions').where({ id: txId }).first();
+    expect([row.status, row.submission_id]).to.deep.equal(['pending', null]);
+
+    const anchors = new AnchorService(app.context.chains);
+    const done = await advanceTransaction({ app: app.context, anchors, submitter: new RelayerSubmitter(app.context, anchors) }, txId);
+    expect(done.status).to.equal('finalized');
+    expect(await app.context.db('chain_submissions').whereIn('id', [done.submissionId!]).pluck('status')).to.deep.equal(['finalized']);
+    expect(await debitsAndRefunds(org)).to.deep.equal(['debit']);
   });
 });

@@ -16,6 +16,9 @@ import { detached } from '../telemetry/tracing';
 
 export type { SubmissionRow } from './submissions-repo';
 
+/** The key of a relayer's PostgreSQL advisory lock (`pg_try_advisory_lock(hashtext(key))`): one submitter per relayer. */
+export const relayerLockKey = (network: Network, relayer: string) => `relayer:${network}:${relayer}`;
+
 /** The longest a round waits for a new block before it looks for ready calls again. */
 const BLOCK_WAIT_MS = 30_000;
 
@@ -114,7 +117,7 @@ export class RelayerSubmitter {
    * signed while the lock is held (a lock whose connection dropped fails the round's next statement).
    */
   private async withRelayerLock(network: Network, fn: (lock: PgConnection) => Promise<void>): Promise<boolean> {
-    const key = `relayer:${network}:${this.anchors.relayerAddress(network)}`;
+    const key = relayerLockKey(network, this.anchors.relayerAddress(network));
     return withConnection(this.app.db, async (connection) => {
       const { rows } = await this.app.db.raw('SELECT pg_try_advisory_lock(hashtext(?)) AS held', [key]).connection(connection);
       if (!rows[0].held) return false;

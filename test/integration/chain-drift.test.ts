@@ -9,7 +9,7 @@ import { register, settled } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { AnchorService } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
-import { RelayerSubmitter } from '../../shared/transactions/submitter';
+import { RelayerSubmitter, relayerLockKey } from '../../shared/transactions/submitter';
 import type { Network } from '../../shared/config';
 import { unfinalNonces } from '../../shared/transactions/submissions-repo';
 import { allocateNonces } from '../../shared/chain/nonces';
@@ -36,7 +36,7 @@ class LosesTheLock extends AnchorService {
   override async fitBatch(network: Network, callHexes: readonly string[], max: number): Promise<number> {
     if (!this.lockTaken) {
       this.lockTaken = true;
-      const key = `relayer:${network}:${this.relayerAddress(network)}`;
+      const key = relayerLockKey(network, this.relayerAddress(network));
       const { rows } = await this.db.raw(
         `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
           WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())

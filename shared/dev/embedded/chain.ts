@@ -52,8 +52,9 @@ const ENDOWMENT = '1000000000000000000'; // 10^18 planck: ample for any local ru
  * The relayer's least time between batches on a local chain that builds a block every so many ms: 1000, where the
  * service's default (for a real node) is 250. chopsticks validates each extrinsic sent to it on the thread that
  * builds its blocks: a burst of 1,000 calls handed over in 22 extrinsics kept the blocks carrying it building 1.8 to
- * 2.1 s on average, in 7 or 8 extrinsics 0.8 to 0.9 s (`bench chain-alone`, docs/performance.md, section 19). A real node validates apart from its block building, and there a longer interval would only make
- * more calls miss the block they were ready for. Unless the environment sets CHAIN_BATCH_INTERVAL_MS.
+ * 2.1 s on average, in 7 or 8 extrinsics 0.8 to 0.9 s (`bench chain-alone`, docs/performance.md, section 19). A real
+ * node validates apart from its block building, and there a longer interval would only make more calls miss the block
+ * they were ready for. Unless the environment sets CHAIN_BATCH_INTERVAL_MS.
  */
 export function localChainSettings(env: Env, blocks: 'instant' | number): Env {
   return blocks !== 'instant' && env.CHAIN_BATCH_INTERVAL_MS === undefined ? { CHAIN_BATCH_INTERVAL_MS: '1000' } : {};

@@ -62,7 +62,12 @@ export async function enqueueDeliveries(deps: EnqueueDeps, deliveries: readonly 
   const deliveryIds = deliveries.map((d) => d.id);
   const byId = new Map(deliveries.map((d) => [d.id, d]));
   const byUrl = new Map<string, string[]>();
-  for (const { id, url } of await unclaimedDestinations(deps.db, deliveryIds)) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
+  // in the order given (the rows come back in whatever order PostgreSQL's plan reads them)
+  const urlOf = new Map((await unclaimedDestinations(deps.db, deliveryIds)).map((row) => [row.id, row.url] as const));
+  for (const id of deliveryIds) {
+    const url = urlOf.get(id);
+    if (url !== undefined) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
+  }
   const groups = [...byUrl.values()].flatMap((ids) =>
     Array.from({ length: Math.ceil(ids.length / DELIVERY_BATCH) }, (_, i) => ids.slice(i * DELIVERY_BATCH, (i + 1) * DELIVERY_BATCH)),
   );

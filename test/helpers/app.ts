@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import type { Job, Queue } from 'bullmq';
 import type { Config } from '../../shared/config';
 import { createLogger } from '../../shared/logger';
 import { openResources, type Resources } from '../../shared/resources';
@@ -136,4 +137,15 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * The queue's job once it is in `state`. A worker writes its rows before BullMQ moves the job on (and counts the
+ * run in attemptsMade), so a test that saw the rows waits for the move before it reads the job.
+ */
+export function jobReaches(queue: Queue, id: string, state: 'completed' | 'failed'): Promise<Job> {
+  return eventually(async () => {
+    const job = await queue.getJob(id);
+    return job && (await job.getState()) === state ? job : undefined;
+  }, `job ${id} in ${queue.name} to be ${state}`);
 }

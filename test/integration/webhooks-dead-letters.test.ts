@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
+import { call, eventually, expectError, jobReaches, startApp, type TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
 import { attemptRows, deliverEvent, deliveryReaches, recordDelivery } from '../helpers/deliveries';
@@ -266,9 +266,8 @@ describe('dead letters and Bull Board', function () {
       headers: basic(OPERATOR.user, OPERATOR.password),
     });
     expect(late.status).to.equal(204);
-    const job = await app.context.queues.webhooks.getJob(d.deliveryId);
-    await eventually(async () => ((await job!.getState()) === 'completed' ? true : undefined), 'the late retry to finish');
-    expect((await app.context.queues.webhooks.getJob(d.deliveryId))!.returnvalue).to.deep.equal({ skipped: 'already delivered' });
+    const job = await jobReaches(app.context.queues.webhooks, d.deliveryId, 'completed');
+    expect(job.returnvalue).to.deep.equal({ skipped: 'already delivered' });
     expect(receiver.received.filter((r) => r.headers['x-service-delivery'] === d.deliveryId)).to.have.length(2);
   });
 });

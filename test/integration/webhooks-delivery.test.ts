@@ -5,7 +5,7 @@ import type { TestApp } from '../helpers/app';
 import { useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature, type Received } from '../helpers/receiver';
 import { attemptRows, deliverEvent, deliveryReaches } from '../helpers/deliveries';
-import { eventually } from '../helpers/app';
+import { eventually, jobReaches } from '../helpers/app';
 
 const signedAt = (r: Received) => Number(r.headers['x-service-timestamp']);
 const gaps = (hooks: Received[]) => hooks.slice(1).map((h, i) => h.at - hooks[i]!.at);
@@ -87,8 +87,7 @@ describe('webhook delivery (docs/api.md#delivery-and-retries)', function () {
       for (const a of attempts.slice(0, 3)) expect(a.next_attempt_at.getTime() - a.created_at.getTime()).to.be.within(800, 1300);
       expect(attempts[3].next_attempt_at).to.equal(null);
       // delivered once: the job is finished, nothing further is scheduled
-      const job = await app.context.queues.webhooks.getJob(d.deliveryId);
-      expect(await job!.getState()).to.equal('completed');
+      await jobReaches(app.context.queues.webhooks, d.deliveryId, 'completed');
       expect(receiver.received).to.have.length(4);
     }));
 
@@ -101,15 +100,11 @@ describe('webhook delivery (docs/api.md#delivery-and-retries)', function () {
       expect(row).to.include({ attempts: 1, last_status_code: 400, next_attempt_at: null });
       expect((await attemptRows(app.context, d.deliveryId)).map((a) => [a.status_code, a.outcome])).to.deep.equal([[400, 'dead']]);
 
-      const deadLetter = await eventually(async () => {
-        const job = await app.context.queues['webhooks-dead'].getJob(d.deliveryId);
-        return job && (await job.getState()) === 'failed' ? job : undefined;
-      }, 'the dead letter to be parked');
+      const deadLetter = await jobReaches(app.context.queues['webhooks-dead'], d.deliveryId, 'failed');
       expect(deadLetter.data).to.include({ deliveryId: d.deliveryId });
       expect(deadLetter.failedReason).to.include('HTTP 400').and.include(d.transactionId);
-      const job = await app.context.queues.webhooks.getJob(d.deliveryId);
-      expect(await job!.getState()).to.equal('failed');
-      expect(job!.attemptsMade).to.equal(1);
+      const job = await jobReaches(app.context.queues.webhooks, d.deliveryId, 'failed');
+      expect(job.attemptsMade).to.equal(1);
       expect(receiver.received).to.have.length(1);
     }));
 

@@ -169,20 +169,14 @@ export class RelayerSubmitter {
       err instanceof WatchLost ? this.send(submission, { checkChainFirst: true }).catch(onItsWay(submission)) : otherwise(err);
     for (const submission of await signedSubmissions(this.app.db, network))
       track(this.send(submission, { checkChainFirst: true }).catch(unlessLost(submission, onItsWay(submission))));
-    // The interval is kept between two batches' sends, and the round that makes the next batch begins that long after
-    // the round that made the last one: its reading, fitting and signing (0.3 to 1.1 s of a burst's rounds) overlap
-    // the interval instead of following it, and its batch waits, signed, for what is left of the interval.
-    let sentAt = 0; // when the last batch was sent
-    let begunAt = 0; // when the round that made it began
-    let paced = false; // this round was begun by the interval, not by a block or a landed batch
+    let sentAt = 0;
     try {
       while (!failures.length) {
         const seen = this.readyCount.get(network) ?? 0;
-        const begun = Date.now();
         const ready = await this.onLock(lock, (trx) => nextReadyCalls(trx, network, this.app.config.chainBatchMax));
         if (!ready.length) {
           if (!out.size) break;
-          paced = await this.moreToSend(network, seen, begunAt, Promise.race(out));
+          await this.moreToSend(network, seen, sentAt, Promise.race(out));
           continue;
         }
         const count = await this.anchors.fitBatch(
@@ -193,15 +187,13 @@ export class RelayerSubmitter {
         const ids = ready.slice(0, count).map((r) => r.id);
         const submission = await this.signBatch(network, lock, ids);
         if (!submission) continue;
-        if (paced) await delay(Math.max(0, sentAt + this.app.config.chainBatchIntervalMs - Date.now()));
         failpoint('chain.batch_signed');
         sentAt = Date.now();
-        begunAt = begun;
         track(this.send(submission, { checkChainFirst: false }).catch(unlessLost(submission, (err) => void failures.push(err))));
         // the calls' step to live clients, beside the next round, not before it (it took 0.1 to 0.9 s of a burst's
         // rounds); in turn with the earlier ones, so a client never gets an older state after a newer; never throws
         this.publishing = this.publishing.then(() => publishTransactionUpdates(this.app, ids));
-        paced = await this.moreToSend(network, seen, begunAt, Promise.all(out));
+        await this.moreToSend(network, seen, sentAt, Promise.all(out));
       }
     } finally {
       await Promise.all(out);
@@ -211,23 +203,18 @@ export class RelayerSubmitter {
 
   /**
    * Waits until there may be more to send: a new block, `landed`, or a call made ready in this process since
-   * `seen` (then no sooner than `CHAIN_BATCH_INTERVAL_MS` after `begunAt`, when the round that made the last batch
-   * began). Calls another process made ready are found at the next block. True when the interval ended the wait:
-   * the round it begins sends no sooner than the interval after the last batch.
+   * `seen` (then no sooner than `CHAIN_BATCH_INTERVAL_MS` after the last batch). Calls another process made
+   * ready are found at the next block.
    */
-  private async moreToSend(network: Network, seen: number, begunAt: number, landed: Promise<unknown>): Promise<boolean> {
+  private async moreToSend(network: Network, seen: number, sentAt: number, landed: Promise<unknown>): Promise<void> {
     const stop = new AbortController();
     const woken =
       (this.readyCount.get(network) ?? 0) !== seen
         ? Promise.resolve()
         : once(this.wakes, network, { signal: stop.signal }).then(() => undefined);
-    const interval = woken.then(() => delay(Math.max(0, begunAt + this.app.config.chainBatchIntervalMs - Date.now())));
+    const interval = woken.then(() => delay(Math.max(0, sentAt + this.app.config.chainBatchIntervalMs - Date.now())));
     try {
-      return await Promise.race([
-        landed.then(() => false),
-        this.anchors.nextBlock(network, BLOCK_WAIT_MS).then(() => false),
-        interval.then(() => true),
-      ]);
+      await Promise.race([landed, this.anchors.nextBlock(network, BLOCK_WAIT_MS), interval]);
     } finally {
       stop.abort();
     }

@@ -1,4 +1,5 @@
 import type { ApiPromise } from '@polkadot/api';
+import type { SignedBlock } from '@polkadot/types/interfaces';
 import { chooseDialect } from './choose-dialect';
 import type { ItemAssignment, ItemEvent } from './dialect';
 import { nativeDecimals, tokenAmount, type TokenAmount } from './tokens';
@@ -22,19 +23,70 @@ export interface Inclusion {
   readonly fee?: TokenAmount;
 }
 
+type EventRecord = {
+  phase: { isApplyExtrinsic: boolean; asApplyExtrinsic: { toNumber(): number } };
+  event: { section: string; method: string; data: { toJSON(): unknown } & unknown[] };
+};
+
+/** A block as its outcomes are read from it: its extrinsics, their hashes, and (read when first asked) their events. */
+interface BlockRead {
+  readonly block: SignedBlock;
+  readonly hashes: readonly string[];
+  /** The events of each extrinsic, by its index in the block. */
+  events(): Promise<ReadonlyMap<number, readonly EventRecord['event'][]>>;
+}
+
+/** Per connection, the blocks read last: a block's content and events never change under its hash. */
+const blocksRead = new WeakMap<ApiPromise, Map<string, Promise<BlockRead>>>();
+/** How many blocks are kept per connection (the newest read). */
+const BLOCKS_KEPT = 4;
+
+/**
+ * The block, and its events once asked for, read and decoded once however many of its extrinsics are asked about: a
+ * burst's block carries several relayer batches, and each batch's outcome used to read and decode the whole block and
+ * all its events again (65 to 312 ms a batch under the pipeline bench, `docs/performance.md` section 21). A read that
+ * failed is not kept: the next question reads again.
+ */
+function readBlock(api: ApiPromise, blockHash: string): Promise<BlockRead> {
+  const kept = blocksRead.get(api) ?? blocksRead.set(api, new Map()).get(api)!;
+  const known = kept.get(blockHash);
+  if (known) return known;
+  const forget = (read: Promise<unknown>) => read.catch(() => kept.get(blockHash) === block && kept.delete(blockHash));
+  let events: Promise<Map<number, EventRecord['event'][]>> | undefined;
+  const readEvents = async () => {
+    const records = (await (await api.at(blockHash)).query.system.events()) as unknown as EventRecord[];
+    const byIndex = new Map<number, EventRecord['event'][]>();
+    for (const r of records) {
+      if (!r.phase.isApplyExtrinsic) continue;
+      const index = r.phase.asApplyExtrinsic.toNumber();
+      const list = byIndex.get(index);
+      if (list) list.push(r.event);
+      else byIndex.set(index, [r.event]);
+    }
+    return byIndex;
+  };
+  const block = api.rpc.chain.getBlock(blockHash).then((signed) => ({
+    block: signed,
+    hashes: signed.block.extrinsics.map((x) => x.hash.toHex()),
+    events: () => {
+      if (!events) forget((events = readEvents()));
+      return events;
+    },
+  }));
+  forget(block);
+  kept.set(blockHash, block);
+  if (kept.size > BLOCKS_KEPT) kept.delete(kept.keys().next().value!);
+  return block;
+}
+
 /** Where an extrinsic landed and how it and each of its batch items went, read from the block's events. */
 export async function outcomeIn(api: ApiPromise, blockHash: string, extrinsicHash: string): Promise<Inclusion | undefined> {
-  const block = await api.rpc.chain.getBlock(blockHash);
-  const index = block.block.extrinsics.findIndex((x) => x.hash.toHex() === extrinsicHash);
+  const read = await readBlock(api, blockHash);
+  const index = read.hashes.indexOf(extrinsicHash);
   if (index < 0) return undefined;
-  const extrinsic = block.block.extrinsics[index]!;
+  const extrinsic = read.block.block.extrinsics[index]!;
   const itemCount = isBatch(extrinsic.method) ? (extrinsic.method.args[0] as unknown as unknown[]).length : 1;
-  const at = await api.at(blockHash);
-  const records = (await at.query.system.events()) as unknown as {
-    phase: { isApplyExtrinsic: boolean; asApplyExtrinsic: { toNumber(): number } };
-    event: { section: string; method: string; data: { toJSON(): unknown } & unknown[] };
-  }[];
-  const events = records.filter((r) => r.phase.isApplyExtrinsic && r.phase.asApplyExtrinsic.toNumber() === index).map((r) => r.event);
+  const events = (await read.events()).get(index) ?? [];
   const dialect = chooseDialect(api);
   let success = false;
   let error: string | undefined;
@@ -61,7 +113,7 @@ export async function outcomeIn(api: ApiPromise, blockHash: string, extrinsicHas
     items.push({ status: success ? 'not_run' : 'failed', error: success ? undefined : error, assignment: {} });
   const fee = extrinsic.isSigned ? feeOf(events, extrinsic.signer.toString()) : undefined;
   const paid = fee === undefined ? {} : { fee: tokenAmount(fee, nativeDecimals(api)) };
-  return { blockHash, blockNumber: block.block.header.number.toNumber(), index, success, error, items, ...paid };
+  return { blockHash, blockNumber: read.block.block.header.number.toNumber(), index, success, error, items, ...paid };
 }
 
 /**

@@ -9,6 +9,7 @@ import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
 import { AnchorService, SILENT_BLOCKS } from '../../shared/chain/anchors';
 import { expectExactlyOnce } from '../helpers/exactly-once';
+import { outcomeIn } from '../../shared/chain/inclusion';
 
 /**
  * A call confirmed between two blocks rides a batch into the very next block: the submitter does not wait for
@@ -87,6 +88,38 @@ describe('relayer batches between blocks', function () {
     await chain.newBlock();
     const landed = await finalized([a, b], 'both finalized');
     expect(landed.map((r) => Number(r.block_number))).to.deep.equal([height + 1, height + 1]);
+
+    // each batch's outcome read from the block, which is fetched, and its events read, once for both (inclusion.ts)
+    const provider = new WsProvider(chain.wsUrl);
+    const counting = await ApiPromise.create({ provider, noInitWarn: true });
+    const asked: string[] = [];
+    const send = provider.send.bind(provider);
+    provider.send = ((method: string, ...rest: unknown[]) => {
+      asked.push(method);
+      return (send as (...args: unknown[]) => Promise<unknown>)(method, ...rest);
+    }) as typeof provider.send;
+    try {
+      const blockHash = (await api.rpc.chain.getBlockHash(height + 1)).toHex();
+      const hashes = landed.map((r) => r.tx_hash as string);
+      const outcomes = await Promise.all(hashes.map((hash) => outcomeIn(counting, blockHash, hash)));
+      const again = await outcomeIn(counting, blockHash, hashes[1]!);
+      expect(
+        asked.filter((m) => m === 'chain_getBlock'),
+        'the block fetched once',
+      ).to.have.length(1);
+      expect(
+        asked.filter((m) => m === 'state_getStorage'),
+        'its events read once',
+      ).to.have.length(1);
+      expect(outcomes.map((o) => [o?.success, o?.items.map((i) => i.status)])).to.deep.equal([
+        [true, ['ok']],
+        [true, ['ok']],
+      ]);
+      expect(new Set(outcomes.map((o) => o!.index)).size, 'each its own extrinsic').to.equal(2);
+      expect(again).to.deep.equal(outcomes[1]);
+    } finally {
+      await counting.disconnect();
+    }
   });
 
   // @polkadot/api subscribes again, after a reconnection, to everything but `author_` watches: a batch's watch

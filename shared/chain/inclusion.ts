@@ -38,8 +38,10 @@ interface BlockRead {
 
 /** Per connection, the blocks read last: a block's content and events never change under its hash. */
 const blocksRead = new WeakMap<ApiPromise, Map<string, Promise<BlockRead>>>();
-/** How many blocks are kept per connection (the newest read). */
+/** How many blocks are kept per connection (those used last), and for how long after their read: only while the
+ * batches they carry are being read (a decoded block of a burst and its events weigh megabytes). */
 const BLOCKS_KEPT = 4;
+const BLOCK_KEPT_MS = 15_000;
 
 /**
  * The block, and its events once asked for, read and decoded once however many of its extrinsics are asked about: a
@@ -50,7 +52,11 @@ const BLOCKS_KEPT = 4;
 function readBlock(api: ApiPromise, blockHash: string): Promise<BlockRead> {
   const kept = blocksRead.get(api) ?? blocksRead.set(api, new Map()).get(api)!;
   const known = kept.get(blockHash);
-  if (known) return known;
+  if (known) {
+    kept.delete(blockHash); // the last used goes last: a scan through older blocks evicts it after them
+    kept.set(blockHash, known);
+    return known;
+  }
   const forget = (read: Promise<unknown>) => read.catch(() => kept.get(blockHash) === block && kept.delete(blockHash));
   let events: Promise<Map<number, EventRecord['event'][]>> | undefined;
   const readEvents = async () => {
@@ -76,6 +82,7 @@ function readBlock(api: ApiPromise, blockHash: string): Promise<BlockRead> {
   forget(block);
   kept.set(blockHash, block);
   if (kept.size > BLOCKS_KEPT) kept.delete(kept.keys().next().value!);
+  setTimeout(() => kept.get(blockHash) === block && kept.delete(blockHash), BLOCK_KEPT_MS).unref();
   return block;
 }
 

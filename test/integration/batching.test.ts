@@ -295,6 +295,7 @@ describe('batched submission through one relayer submitter', function () {
         const signed = block.block.extrinsics.find((x) => x.isSigned);
         if (signed) there = { hash: signed.hash.toHex(), height };
       }
+      expect(there, 'a signed extrinsic in the blocks looked through').to.not.equal(undefined);
       const found = (await anchors.find('testnet', there!.hash, there!.height)) as { blockNumber: number } | undefined;
       expect(found?.blockNumber).to.equal(there!.height);
     } finally {

@@ -141,11 +141,12 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
 
 /**
  * The queue's job once it is in `state`. A worker writes its rows before BullMQ moves the job on (and counts the
- * run in attemptsMade), so a test that saw the rows waits for the move before it reads the job.
+ * run in attemptsMade), so a test that saw the rows waits for the move before it reads the job; the job is read
+ * after its state was seen, never before (a job read just before the move has the state's new name but the old count).
  */
 export function jobReaches(queue: Queue, id: string, state: 'completed' | 'failed'): Promise<Job> {
-  return eventually(async () => {
-    const job = await queue.getJob(id);
-    return job && (await job.getState()) === state ? job : undefined;
-  }, `job ${id} in ${queue.name} to be ${state}`);
+  return eventually(
+    async () => ((await queue.getJobState(id)) === state ? queue.getJob(id) : undefined),
+    `job ${id} in ${queue.name} to be ${state}`,
+  );
 }

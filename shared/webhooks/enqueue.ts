@@ -66,7 +66,10 @@ export async function enqueueDeliveries(deps: EnqueueDeps, deliveries: readonly 
   const urlOf = new Map((await unclaimedDestinations(deps.db, deliveryIds)).map((row) => [row.id, row.url] as const));
   for (const id of deliveryIds) {
     const url = urlOf.get(id);
-    if (url !== undefined) byUrl.set(url, [...(byUrl.get(url) ?? []), id]);
+    if (url === undefined) continue;
+    const ids = byUrl.get(url);
+    if (ids) ids.push(id);
+    else byUrl.set(url, [id]);
   }
   const groups = [...byUrl.values()].flatMap((ids) =>
     Array.from({ length: Math.ceil(ids.length / DELIVERY_BATCH) }, (_, i) => ids.slice(i * DELIVERY_BATCH, (i + 1) * DELIVERY_BATCH)),

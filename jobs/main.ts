@@ -3,6 +3,7 @@ import { loadConfigOrExit, type Config, type QueueName } from '../shared/config'
 import { createLogger, type Logger } from '../shared/logger';
 import { openResources } from '../shared/resources';
 import { startWorkers } from './workers';
+import { checkRedisAtStart } from '../shared/redis/eviction';
 import { PROCESSORS } from './registry';
 import { keepMaintenanceScheduled } from './maintenance/processor';
 import { stopTracing } from '../shared/telemetry/start';
@@ -20,6 +21,8 @@ export interface RunningJobs {
 /** Runs the processors of the queues named in WORKER_QUEUES (all registered ones when unset). */
 export async function startJobs(config: Config, log: Logger): Promise<RunningJobs> {
   const queues = config.workers.queues.filter((q) => PROCESSORS[q]);
+  // in production, not on a Redis that may drop keys (the jobs themselves, among others)
+  await checkRedisAtStart(config, log.child({ process: 'worker' }));
   const context = openResources(config, log.child({ process: 'worker' }), { worker: queues });
   // first, so a METRICS_PORT already taken stops the start before any job is taken
   const metrics = await serveWorkerMetrics(context).catch(async (err: Error) => {

@@ -8,6 +8,7 @@ import { attachLiveTracking, type LiveTracking } from './ws';
 import { createHttpServer } from './http-server';
 import { HttpDrain } from './drain';
 import { stopTracing } from '../shared/telemetry/start';
+import { checkRedisAtStart } from '../shared/redis/eviction';
 
 export interface RunningWeb {
   readonly server: http.Server;
@@ -23,6 +24,8 @@ export interface RunningWeb {
  * still unanswered SHUTDOWN_TIMEOUT_MS after the stop began are cut (web/drain.ts).
  */
 export async function startWeb(config: Config, log: Logger): Promise<RunningWeb> {
+  // in production, not on a Redis that may drop keys (a revoked key's marker, jobs, idempotency records)
+  await checkRedisAtStart(config, log.child({ process: 'web' }));
   const context = openResources(config, log.child({ process: 'web' }), 'web');
   const drain = new HttpDrain(context.log);
   const app = createWebApp(context, { lifecycle: drain });

@@ -51,7 +51,15 @@ export async function spawnWeb(env: Env): Promise<WebProcess> {
       const seen = logs.find((line) => String(line.msg).startsWith(prefix));
       if (seen) return resolve(seen);
       waiters.push({ prefix, resolve });
-      void exited.then(({ code }) => reject(new Error(`the web exited (${code}) before logging "${prefix}": ${stderr}`)));
+      // its last log line too: a start it refused says why there (a fatal line), not on stderr
+      void exited.then(({ code }) => {
+        const last = logs.at(-1);
+        reject(
+          new Error(
+            `the web exited (${code}) before logging "${prefix}": ${stderr}${last ? ` (its last log line: ${JSON.stringify(last)})` : ''}`,
+          ),
+        );
+      });
     });
   const listening = await logged('web listening');
   return {

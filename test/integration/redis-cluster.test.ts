@@ -5,7 +5,7 @@ import { Cluster } from 'ioredis';
 import type { Config } from '../../shared/config';
 import { bullPrefix } from '../../shared/redis/settings';
 import { keepMaintenanceScheduled } from '../../jobs/maintenance/processor';
-import { call, eventually, logsFromNow, startApp, type TestApp } from '../helpers/app';
+import { call, eventually, logsFromNow, startApp, testLogger, type TestApp } from '../helpers/app';
 import { createKey, createOrg } from '../helpers/factories';
 import { addVersion, creator, initBody, register, settled } from '../helpers/registration';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
@@ -17,6 +17,8 @@ import { startRedisClusterOrSkip, type LocalRedisCluster } from '../helpers/redi
 import { insertEndedTransaction } from '../helpers/deliveries';
 import { publishTransactionRows, publishTransactionUpdates } from '../../shared/transactions/updates';
 import { findTransactions } from '../../shared/transactions/repo';
+import { createRedis } from '../../shared/redis/client';
+import { checkRedisKeepsKeys } from '../../shared/redis/eviction';
 
 /**
  * The service on a real Redis Cluster (three masters, a replica each, started from `redis-server`): every
@@ -165,6 +167,31 @@ describe('on a Redis Cluster', function () {
     expect(added.filter((n) => n > 0)).to.have.length(1);
     expect(Math.max(...added)).to.be.at.least(23);
     await app.context.db('transactions').where({ id }).del();
+  });
+
+  it("checks every master's eviction policy at a production start, and names the one that may evict", async () => {
+    const connection = createRedis(config.redis, 'worker', 'eviction-check-test');
+    const masters = admin.nodes('master');
+    const victim = masters[1]!;
+    const saved = (await victim.config('GET', 'maxmemory*')) as string[];
+    try {
+      expect(await checkRedisKeepsKeys(connection, { production: true, log: testLogger() })).to.equal(undefined);
+      await victim.config('SET', 'maxmemory', String(64 * 1024 ** 3));
+      await victim.config('SET', 'maxmemory-policy', 'volatile-lru');
+      const refused = await checkRedisKeepsKeys(connection, { production: true, log: testLogger() }).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(refused?.message).to.match(
+        new RegExp(`^refusing to start: Redis may evict keys \\(127\\.0\\.0\\.1:${victim.options.port}: maxmemory-policy volatile-lru`),
+      );
+      for (const other of masters.filter((m) => m !== victim)) expect(refused?.message).not.to.include(`:${other.options.port}:`);
+    } finally {
+      const value = (name: string) => saved[saved.indexOf(name) + 1]!;
+      await victim.config('SET', 'maxmemory-policy', value('maxmemory-policy'));
+      await victim.config('SET', 'maxmemory', value('maxmemory'));
+      connection.disconnect();
+    }
   });
 
   it('loses nothing confirmed when the master holding the chain queue and its replica die and come back empty', async () => {

@@ -44,55 +44,55 @@ export class RedisEvicts extends Error {
   override readonly name = 'RedisEvicts';
 }
 
-/** How long a production start waits to read Redis's eviction settings before refusing to start unchecked. */
+/** How long a production start gives reading Redis's eviction settings (connecting included) before it refuses. */
 export const EVICTION_CHECK_WAIT_MS = 10_000;
 
 /**
- * At a process's start: in production, refuses (throws RedisEvicts) when a server may evict keys, or when its
- * settings cannot be read within `waitMs` (an unchecked start would run unprotected); elsewhere, says so in a warning and starts.
+ * At a process's start: in production, refuses (throws RedisEvicts) when a server may evict keys, when one does not
+ * say whether it may, or when the settings cannot be read within `waitMs` (an unchecked start would run unprotected);
+ * elsewhere, says so in a warning and starts.
  */
 export async function checkRedisKeepsKeys(
   redis: Redis,
   options: { readonly production: boolean; readonly log: Logger; readonly waitMs?: number },
 ): Promise<void> {
   const { production, log, waitMs = EVICTION_CHECK_WAIT_MS } = options;
-  let servers: Awaited<ReturnType<typeof evictionOfServers>>;
+  const problems: string[] = [];
   try {
-    await whenReady(redis, waitMs);
-    servers = await evictionOfServers(redis);
+    const servers = await withinMs(
+      whenReady(redis).then(() => evictionOfServers(redis)),
+      waitMs,
+      () => `no answer within ${waitMs} ms (the connection ${redis.status})`,
+    );
+    const evicting = servers.filter((s) => s.evicts === true);
+    const unknown = servers.filter((s) => s.evicts === undefined);
+    if (evicting.length)
+      problems.push(
+        `Redis may evict keys (${evicting.map((s) => `${s.server}: maxmemory-policy ${s.policy}, maxmemory ${s.maxmemory}`).join('; ')})`,
+      );
+    if (unknown.length) problems.push(`Redis does not report its maxmemory-policy (${unknown.map((s) => s.server).join(', ')})`);
+    if (!servers.length) problems.push('Redis named no server to ask for its maxmemory-policy');
   } catch (err) {
-    // unreachable, or INFO refused (BullMQ needs it too): a production start does not go on unchecked
-    const message = `could not read Redis's eviction settings within ${waitMs} ms (${(err as Error).message})`;
-    if (production) throw new RedisEvicts(`refusing to start: ${message}`);
-    log.warn(message);
-    return;
+    // unreachable, or INFO refused (BullMQ needs it too)
+    problems.push(`could not read Redis's eviction settings: ${(err as Error).message}`);
   }
-  const evicting = servers.filter((s) => s.evicts);
-  const unknown = servers.filter((s) => s.evicts === undefined);
-  if (unknown.length)
-    log.warn({ servers: unknown.map((s) => s.server) }, 'Redis does not report its maxmemory-policy: make sure it is noeviction');
-  if (!evicting.length) return;
-  const message =
-    `Redis may evict keys (${evicting.map((s) => `${s.server}: maxmemory-policy ${s.policy}, maxmemory ${s.maxmemory}`).join('; ')}): ` +
-    'set maxmemory-policy noeviction (or no maxmemory); jobs, revocations and idempotency records must not be dropped';
+  if (!problems.length) return;
+  const message = `${problems.join('; ')}: the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
   if (production) throw new RedisEvicts(`refusing to start: ${message}`);
   log.warn(message);
 }
 
-/** Resolves once the connection is ready, rejects after `ms` (it keeps connecting meanwhile). */
-function whenReady(redis: Redis, ms: number): Promise<void> {
+/** Resolves once the connection is ready (it keeps connecting meanwhile). */
+function whenReady(redis: Redis): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', ready);
-      reject(new Error(`not ready (${redis.status})`));
-    }, ms).unref();
-    const ready = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', ready);
-  });
+  return new Promise((resolve) => redis.once('ready', () => resolve()));
+}
+
+/** `promise`, or a rejection with `why()` once `ms` have passed. */
+function withinMs<T>(promise: Promise<T>, ms: number, why: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(why())), ms).unref()));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { checkRedisAtStart, checkRedisKeepsKeys, evictionOfServers, RedisEvicts } from '../../shared/redis/eviction';
+import { startPrivateRedis, type RedisHandle } from '../../shared/dev/embedded/redis';
 import { startJobs } from '../../jobs/main';
 import { startWeb } from '../../web/main';
 import { logsFromNow, testLogger } from '../helpers/app';
@@ -8,59 +9,96 @@ import { testServices } from '../helpers/services';
 import { spawnWeb } from '../helpers/web-process';
 import type { Config, Env } from '../../shared/config';
 
+/** What a start that was refused threw (undefined when it started: it is stopped again). */
+const refusal = (start: Promise<{ stop(): Promise<void> }>): Promise<unknown> =>
+  start.then(
+    async (running) => {
+      await running.stop();
+      return undefined;
+    },
+    (err: unknown) => err,
+  );
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('the eviction check at a process start: the run’s own Redis', () => {
+  it("reads the server's maxmemory-policy and maxmemory as CONFIG GET has them", async () => {
+    const admin = new Redis(testServices().config.redis.url);
+    try {
+      const config = Object.fromEntries(
+        ((await admin.config('GET', 'maxmemory*')) as string[]).flatMap((v, i, all) => (i % 2 ? [] : [[v, all[i + 1]]])) as [
+          string,
+          string,
+        ][],
+      );
+      const [server] = await evictionOfServers(admin);
+      expect(server).to.include({ policy: config['maxmemory-policy'], maxmemory: Number(config.maxmemory) });
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
 /**
- * The check a web or worker process makes of its Redis server at start (shared/redis/eviction.ts), against the
- * run's real server: its eviction settings are changed for a test and put back after (a maxmemory far above
- * what the server holds, so that nothing is evicted meanwhile).
+ * The check a web or worker process makes of its Redis server at start (shared/redis/eviction.ts), against a
+ * redis-server of the test's own (its settings changed per test, nothing shared with other runs), skipped where
+ * there is no redis-server on PATH.
  */
 describe('a process start on a Redis that may evict keys', function () {
   this.timeout(60_000);
+  let server: RedisHandle;
   let admin: Redis;
-  let saved: { policy: string; maxmemory: string };
+  let hostPort: string;
 
-  const configGet = async (name: string) => String(((await admin.config('GET', name)) as string[])[1]);
-  const evicting = async () => {
+  const evicting = async (policy = 'allkeys-lru') => {
     await admin.config('SET', 'maxmemory', String(64 * 1024 ** 3));
-    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await admin.config('SET', 'maxmemory-policy', policy);
   };
-  const restore = async () => {
-    await admin.config('SET', 'maxmemory-policy', saved.policy);
-    await admin.config('SET', 'maxmemory', saved.maxmemory);
-  };
-  const production = (): Config => ({ ...testServices().config, env: 'production' });
-
-  before(async () => {
-    admin = new Redis(testServices().config.redis.url);
-    saved = { policy: await configGet('maxmemory-policy'), maxmemory: await configGet('maxmemory') };
-  });
-  afterEach(restore);
-  after(() => admin.disconnect());
-
-  it("reads the server's own maxmemory-policy and maxmemory", async () => {
-    await evicting();
-    const [server] = await evictionOfServers(admin);
-    expect(server).to.include({ policy: 'allkeys-lru', maxmemory: 64 * 1024 ** 3, evicts: true });
-    await restore();
-    const [again] = await evictionOfServers(admin);
-    expect(again).to.include({ policy: saved.policy, maxmemory: Number(saved.maxmemory) });
+  /** The service's configuration on the test's server, in `env`. */
+  const on = (env: Config['env']): Config => ({
+    ...testServices().config,
+    env,
+    redis: { ...testServices().config.redis, url: server.url },
   });
 
-  it('refuses to start a production web or worker, naming the server and its policy', async () => {
-    await evicting();
-    for (const start of [() => startWeb(production(), testLogger()), () => startJobs(production(), testLogger())]) {
-      const refused = await start().then(
-        async (running) => {
-          await running.stop();
-          return undefined;
-        },
-        (err: unknown) => err,
-      );
-      expect(refused).to.be.instanceOf(RedisEvicts);
-      expect((refused as Error).message).to.match(
-        /^refusing to start: Redis may evict keys \(127\.0\.0\.1:\d+: maxmemory-policy allkeys-lru, maxmemory 68719476736\)/,
-      );
+  before(async function () {
+    try {
+      server = await startPrivateRedis();
+    } catch (err) {
+      console.log(`      skipped: ${(err as Error).message}`);
+      this.skip();
     }
+    admin = new Redis(server.url);
+    hostPort = new URL(server.url).host;
   });
+  // the server's defaults: no maxmemory, noeviction
+  afterEach(async () => {
+    await admin?.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin?.config('SET', 'maxmemory', '0');
+  });
+  after(async () => {
+    admin?.disconnect();
+    await server?.stop();
+  });
+
+  it('starts a production web and worker on a server that keeps keys', async () => {
+    expect(await refusal(startWeb(on('production'), testLogger()))).to.equal(undefined);
+    expect(await refusal(startJobs(on('production'), testLogger()))).to.equal(undefined);
+  });
+
+  for (const policy of ['allkeys-lru', 'volatile-ttl'])
+    it(`refuses to start a production web or worker under ${policy}, naming the server and its policy`, async () => {
+      await evicting(policy);
+      for (const start of [startWeb, startJobs]) {
+        const refused = await refusal(start(on('production'), testLogger()));
+        expect(refused).to.be.instanceOf(RedisEvicts);
+        expect((refused as Error).message).to.match(
+          new RegExp(
+            `^refusing to start: Redis may evict keys \\(${escaped(hostPort)}: maxmemory-policy ${policy}, maxmemory 68719476736\\)`,
+          ),
+        );
+      }
+    });
 
   it('elsewhere, says in a warning that the server may evict, and starts', async () => {
     await evicting();
@@ -68,27 +106,23 @@ describe('a process start on a Redis that may evict keys', function () {
     await checkRedisKeepsKeys(admin, { production: false, log: testLogger() });
     const warning = logs().find((line) => line.includes('Redis may evict keys'));
     expect(warning).to.include('"level":40').and.include('allkeys-lru');
-    const web = await startWeb({ ...testServices().config, env: 'development' }, testLogger());
-    await web.stop();
+    expect(await refusal(startWeb(on('development'), testLogger()))).to.equal(undefined);
   });
 
   it('refuses a production start when the settings cannot be read within the wait, rather than start unchecked', async () => {
-    const config = {
-      ...testServices().config,
-      env: 'production' as const,
-      redis: { ...testServices().config.redis, url: 'redis://127.0.0.1:1' },
-    };
-    const refused = await checkRedisAtStart(config, testLogger(), 300).then(
+    const nowhere = { ...on('production'), redis: { ...on('production').redis, url: 'redis://127.0.0.1:1' } };
+    const refused = await checkRedisAtStart(nowhere, testLogger(), 300).then(
       () => undefined,
       (err: unknown) => err,
     );
     expect(refused).to.be.instanceOf(RedisEvicts);
-    expect((refused as Error).message).to.match(/^refusing to start: could not read Redis's eviction settings within 300 ms \(not ready/);
+    expect((refused as Error).message).to.match(/^refusing to start: could not read Redis's eviction settings: no answer within 300 ms/);
   });
 
   it('a production web process (as the Procfile starts it) exits 1 on such a server, and starts once it keeps keys', async () => {
     const env: Env = {
       ...testServices().env,
+      REDIS_URL: server.url,
       NODE_ENV: 'production',
       OPERATOR_ORG_IDS: 'ops',
       DEV_IDP_KEY_FILE: undefined,
@@ -105,9 +139,44 @@ describe('a process start on a Redis that may evict keys', function () {
     expect(refused?.message)
       .to.match(/the web exited \(1\) before logging "web listening"/)
       .and.match(/refusing to start: Redis may evict keys/);
-    await restore();
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
     const web = await spawnWeb(env);
     web.kill('SIGTERM');
     expect((await web.exited).code).to.equal(0);
+  });
+});
+
+/** A server whose INFO is disabled, as some managed offerings do: what it keeps cannot be known. */
+describe('a process start on a Redis that will not say', function () {
+  this.timeout(30_000);
+  let server: RedisHandle;
+
+  before(async function () {
+    try {
+      server = await startPrivateRedis(undefined, ['--rename-command', 'INFO', '']);
+    } catch (err) {
+      console.log(`      skipped: ${(err as Error).message}`);
+      this.skip();
+    }
+  });
+  after(() => server?.stop());
+
+  it('refuses a production start, and warns elsewhere (the settings cannot be read)', async () => {
+    const config = { ...testServices().config, redis: { ...testServices().config.redis, url: server.url } };
+    const refused = await checkRedisAtStart({ ...config, env: 'production' }, testLogger(), 2000).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).to.be.instanceOf(RedisEvicts);
+    // ioredis's own ready check asks INFO too: such a connection never gets ready, and the wait ends it
+    expect((refused as Error).message).to.match(/^refusing to start: could not read Redis's eviction settings: no answer within 2000 ms/);
+    const logs = logsFromNow();
+    const redis = new Redis(server.url);
+    try {
+      await checkRedisKeepsKeys(redis, { production: false, log: testLogger(), waitMs: 1000 });
+    } finally {
+      redis.disconnect();
+    }
+    expect(logs().find((line) => line.includes("could not read Redis's eviction settings"))).to.include('"level":40');
   });
 });

@@ -20,13 +20,15 @@ export async function ensureRedis(configuredUrl: string | undefined): Promise<Re
   return startPrivateRedis();
 }
 
-/** A redis-server of our own, on `port` (a free one when not given), keeping nothing on disk. */
-export async function startPrivateRedis(port?: number): Promise<RedisHandle> {
+/** A redis-server of our own, on `port` (a free one when not given), keeping nothing on disk; `args`: more of its options. */
+export async function startPrivateRedis(port?: number, args: readonly string[] = []): Promise<RedisHandle> {
   if (spawnSync('redis-server', ['--version']).error) throw new Error(REDIS_INSTALL_HINT);
   port ??= await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
+    { stdio: 'ignore' },
+  );
   await waitUntilListening('127.0.0.1', port, 10_000);
   return {
     url: `redis://127.0.0.1:${port}`,

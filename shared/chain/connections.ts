@@ -1,6 +1,7 @@
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import type { ChainNetworkConfig, Network } from '../config';
 import { nativeDecimals, tokenAmount, type TokenAmount } from './tokens';
+import { withTimeout } from '../timeout';
 
 export interface ChainHealth {
   readonly network: Network;
@@ -124,14 +125,4 @@ export class ChainConnections {
     await Promise.all([...this.apis.values()].map(({ api }) => api.disconnect().catch(() => undefined)));
     this.apis.clear();
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

@@ -2,6 +2,7 @@ import { Cluster, type Redis as Server } from 'ioredis';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { createRedis, type Redis } from './client';
+import { withTimeout } from '../timeout';
 
 /**
  * Whether the Redis server may drop keys of its own accord. The service keeps state there whose loss is not
@@ -59,7 +60,7 @@ export async function checkRedisKeepsKeys(
   const { production, log, waitMs = EVICTION_CHECK_WAIT_MS } = options;
   const problems: string[] = [];
   try {
-    const servers = await withinMs(
+    const servers = await withTimeout(
       whenReady(redis).then(() => evictionOfServers(redis)),
       waitMs,
       () => `no answer within ${waitMs} ms (the connection ${redis.status})`,
@@ -86,13 +87,6 @@ export async function checkRedisKeepsKeys(
 function whenReady(redis: Redis): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve) => redis.once('ready', () => resolve()));
-}
-
-/** `promise`, or a rejection with `why()` once `ms` have passed. */
-function withinMs<T>(promise: Promise<T>, ms: number, why: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(why())), ms).unref()));
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -10,6 +10,7 @@ import { pinnedLookup, RefusedDestination, resolveAll, vetDestination, type Reso
 import type { DeliveryConnections } from './connections';
 import type { Delivery, DeliveryRepo } from './repo';
 import { parseRetryAfter, retryDelaySeconds } from './retry-policy';
+import { withTimeout } from '../timeout';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ATTR, contextFor, inSpan } from '../telemetry/tracing';
 
@@ -132,7 +133,8 @@ async function attempt(
   const { webhooks } = app.config;
   const started = Date.now();
   // the deadline (and its timer) only where there is a wait: a host name to resolve, not an address
-  const resolve: Resolver = (host) => withDeadline((using.resolve ?? resolveAll)(host), webhooks.timeoutMs, 'resolving the webhook host');
+  const resolve: Resolver = (host) =>
+    withTimeout((using.resolve ?? resolveAll)(host), webhooks.timeoutMs, `resolving the webhook host took over ${webhooks.timeoutMs} ms`);
   const vetted = await vetDestination(delivery.url, webhooks, resolve).then(
     (destination) => ({ destination }),
     (err: Error) => ({ refusal: err }),
@@ -263,10 +265,4 @@ function classify(status: number, retryAfter: string | string[] | undefined): Re
   if (status === 408 || status === 429 || status >= 500)
     return { kind: 'retry', statusCode: status, retryAfterSeconds: parseRetryAfter(retryAfter) };
   return { kind: 'permanent', statusCode: status, error: status >= 300 && status < 400 ? 'redirects are not followed' : undefined };
-}
-
-function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms)));
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

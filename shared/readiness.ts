@@ -3,6 +3,9 @@ import type { Redis } from './redis/client';
 import type { RedisSettings } from './redis/settings';
 import { pingStorage, type Storage } from './storage/s3';
 import type { ChainConnections } from './chain/connections';
+import type { Config } from './config';
+import { evictionMessage, evictionOfServers, evictionProblems } from './redis/eviction';
+import { withTimeout } from './timeout';
 
 export interface ReadinessReport {
   readonly ready: boolean;
@@ -17,13 +20,20 @@ export async function checkReadiness(ctx: {
   readonly redis: Redis;
   readonly storage: Storage;
   readonly chains: ChainConnections;
-  readonly config: { readonly redis: Pick<RedisSettings, 'prefix'> };
+  readonly config: { readonly env: Config['env']; readonly redis: Pick<RedisSettings, 'prefix'> };
 }): Promise<ReadinessReport> {
   const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
     postgres: async () => void (await ctx.db.raw('select 1')),
     // a command in the service's own slot: on a cluster a PING answers from any node, even while the master
     // holding the service's keys is down and every request would fail
-    redis: async () => void (await ctx.redis.exists(`${ctx.config.redis.prefix}:readyz`)),
+    redis: async () => {
+      await ctx.redis.exists(`${ctx.config.redis.prefix}:readyz`);
+      // production refuses to start on a Redis that may evict keys (redis/eviction.ts); one whose settings changed
+      // since, or a failover to a server set otherwise, is no more ready than that start would have been
+      if (ctx.config.env !== 'production') return;
+      const problems = evictionProblems(await evictionOfServers(ctx.redis));
+      if (problems.length) throw new Error(evictionMessage(problems));
+    },
     s3: () => pingStorage(ctx.storage),
   };
   for (const net of ctx.chains.networks) {
@@ -36,7 +46,7 @@ export async function checkReadiness(ctx: {
   const entries = await Promise.all(
     Object.entries(probes).map(async ([name, probe]) => {
       try {
-        const detail = await bounded(probe(), TIMEOUT_MS);
+        const detail = await withTimeout(probe(), TIMEOUT_MS, 'timed out');
         return [name, detail ? { ok: true, detail } : { ok: true }] as const;
       } catch (err) {
         return [name, { ok: false, error: (err as Error).message || 'unreachable' }] as const;
@@ -45,12 +55,4 @@ export async function checkReadiness(ctx: {
   );
   const checks: ReadinessReport['checks'] = Object.fromEntries(entries);
   return { ready: Object.values(checks).every((c) => c.ok), checks };
-}
-
-/** `promise`, or a rejection once `ms` have passed. */
-export function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(
-    () => clearTimeout(timer),
-  );
 }

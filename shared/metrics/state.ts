@@ -8,7 +8,7 @@ import { openTransactionCounts } from '../transactions/repo';
 import { relayerFeesSince } from '../transactions/submissions-repo';
 import type { TransactionStatus } from '../transactions/steps';
 import { deadDeliveryCount } from '../webhooks/repo';
-import { bounded } from '../readiness';
+import { withTimeout } from '../timeout';
 
 /** What the state read uses: the web's handles. */
 export interface StateDeps {
@@ -117,7 +117,7 @@ function cancelled<T>(db: Knex, query: (db: Knex) => Promise<T>): Promise<T> {
 
 /** A part of the state, or undefined when its dependency did not answer in time. */
 function part<T>(reading: Promise<T>): Promise<T | undefined> {
-  return bounded(reading, PART_TIMEOUT_MS).catch(() => undefined);
+  return withTimeout(reading, PART_TIMEOUT_MS, 'timed out').catch(() => undefined);
 }
 
 /** Waiting jobs looked at for the oldest one not yet attempted. */

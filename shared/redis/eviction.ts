@@ -30,6 +30,24 @@ export function evictionOf(info: string): EvictionCheck {
   return { policy, maxmemory, evicts };
 }
 
+/** What is wrong, for the service, with these servers' settings: nothing when each is known to keep its keys. */
+export function evictionProblems(servers: readonly (EvictionCheck & { readonly server: string })[]): string[] {
+  const problems: string[] = [];
+  const evicting = servers.filter((s) => s.evicts === true);
+  const unknown = servers.filter((s) => s.evicts === undefined);
+  if (evicting.length)
+    problems.push(
+      `Redis may evict keys (${evicting.map((s) => `${s.server}: maxmemory-policy ${s.policy}, maxmemory ${s.maxmemory}`).join('; ')})`,
+    );
+  if (unknown.length) problems.push(`Redis does not report its maxmemory-policy (${unknown.map((s) => s.server).join(', ')})`);
+  if (!servers.length) problems.push('Redis named no server to ask for its maxmemory-policy');
+  return problems;
+}
+
+/** The problems, told with what the service needs instead. */
+export const evictionMessage = (problems: readonly string[]): string =>
+  `${problems.join('; ')}: the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
+
 /** Each server the connection writes to (a cluster's masters), with its eviction verdict. */
 export async function evictionOfServers(redis: Redis): Promise<(EvictionCheck & { readonly server: string })[]> {
   const servers: Server[] = redis instanceof Cluster ? redis.nodes('master') : [redis];
@@ -65,20 +83,13 @@ export async function checkRedisKeepsKeys(
       waitMs,
       () => `no answer within ${waitMs} ms (the connection ${redis.status})`,
     );
-    const evicting = servers.filter((s) => s.evicts === true);
-    const unknown = servers.filter((s) => s.evicts === undefined);
-    if (evicting.length)
-      problems.push(
-        `Redis may evict keys (${evicting.map((s) => `${s.server}: maxmemory-policy ${s.policy}, maxmemory ${s.maxmemory}`).join('; ')})`,
-      );
-    if (unknown.length) problems.push(`Redis does not report its maxmemory-policy (${unknown.map((s) => s.server).join(', ')})`);
-    if (!servers.length) problems.push('Redis named no server to ask for its maxmemory-policy');
+    problems.push(...evictionProblems(servers));
   } catch (err) {
     // unreachable, or INFO refused (BullMQ needs it too)
     problems.push(`could not read Redis's eviction settings: ${(err as Error).message}`);
   }
   if (!problems.length) return;
-  const message = `${problems.join('; ')}: the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
+  const message = evictionMessage(problems);
   if (production) throw new RedisEvicts(`refusing to start: ${message}`);
   log.warn(message);
 }

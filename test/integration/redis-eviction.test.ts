@@ -4,7 +4,7 @@ import { checkRedisAtStart, checkRedisKeepsKeys, evictionOfServers, RedisEvicts 
 import { startPrivateRedis, type RedisHandle } from '../../shared/dev/embedded/redis';
 import { startJobs } from '../../jobs/main';
 import { startWeb } from '../../web/main';
-import { logsFromNow, testLogger } from '../helpers/app';
+import { eventually, logsFromNow, testLogger } from '../helpers/app';
 import { testServices } from '../helpers/services';
 import { spawnWeb } from '../helpers/web-process';
 import type { Config, Env } from '../../shared/config';
@@ -99,6 +99,44 @@ describe('a process start on a Redis that may evict keys', function () {
         );
       }
     });
+
+  it("turns a production web's /readyz to 503 once its server may evict keys, and back to 200 once it keeps them", async () => {
+    const web = await startWeb(on('production'), testLogger());
+    try {
+      const ready = async () => {
+        const reply = await fetch(`${web.url}/readyz`);
+        return { status: reply.status, body: (await reply.json()) as { checks: Record<string, { ok: boolean; error?: string }> } };
+      };
+      // ready once its connections are (the start does not wait for them)
+      await eventually(async () => ((await ready()).status === 200 ? true : undefined), 'the web to be ready');
+      await evicting('volatile-lru');
+      const refused = await ready();
+      expect(refused.status).to.equal(503);
+      expect(refused.body.checks.redis).to.deep.equal({
+        ok: false,
+        error: `Redis may evict keys (${hostPort}: maxmemory-policy volatile-lru, maxmemory 68719476736): the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`,
+      });
+      expect(refused.body.checks.postgres).to.deep.equal({ ok: true });
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      expect((await ready()).status).to.equal(200);
+    } finally {
+      await web.stop();
+    }
+  });
+
+  it('leaves a development web ready on such a server (its start warned)', async () => {
+    await evicting();
+    const web = await startWeb(on('development'), testLogger());
+    try {
+      const ready = await eventually(async () => {
+        const reply = await fetch(`${web.url}/readyz`);
+        return reply.status === 200 ? ((await reply.json()) as { checks: { redis: unknown } }) : undefined;
+      }, 'the web to be ready');
+      expect(ready.checks.redis).to.deep.equal({ ok: true });
+    } finally {
+      await web.stop();
+    }
+  });
 
   it('elsewhere, says in a warning that the server may evict, and starts', async () => {
     await evicting();

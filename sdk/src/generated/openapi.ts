@@ -432,7 +432,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: PostgreSQL, Redis, S3 and each chain checked; 503 names what is down, or that the process is stopping */
+        /** Readiness: PostgreSQL, Redis (in production, one that keeps its keys), S3 and each chain checked; 503 names what is down, or that the process is stopping */
         get: operations["readiness"];
         put?: never;
         post?: never;

@@ -21,7 +21,8 @@ export const healthRoutes: readonly Route[] = [
     ...operations,
     path: '/readyz',
     id: 'readiness',
-    summary: 'Readiness: PostgreSQL, Redis, S3 and each chain checked; 503 names what is down, or that the process is stopping',
+    summary:
+      'Readiness: PostgreSQL, Redis (in production, one that keeps its keys), S3 and each chain checked; 503 names what is down, or that the process is stopping',
     security: 'none',
     responses: {
       200: { description: 'Ready', schema: C.Readiness },

@@ -4,7 +4,7 @@ import type { RedisSettings } from './redis/settings';
 import { pingStorage, type Storage } from './storage/s3';
 import type { ChainConnections } from './chain/connections';
 import type { Config } from './config';
-import { evictionMessage, evictionOfServers, evictionProblems } from './redis/eviction';
+import { evictionNow } from './redis/eviction';
 import { withTimeout } from './timeout';
 
 export interface ReadinessReport {
@@ -31,8 +31,8 @@ export async function checkReadiness(ctx: {
       // production refuses to start on a Redis that may evict keys (redis/eviction.ts); one whose settings changed
       // since, or a failover to a server set otherwise, is no more ready than that start would have been
       if (ctx.config.env !== 'production') return;
-      const problems = evictionProblems(await evictionOfServers(ctx.redis));
-      if (problems.length) throw new Error(evictionMessage(problems));
+      const problem = await evictionNow(ctx.redis);
+      if (problem) throw new Error(problem);
     },
     s3: () => pingStorage(ctx.storage),
   };

@@ -31,7 +31,7 @@ export function evictionOf(info: string): EvictionCheck {
 }
 
 /** What is wrong, for the service, with these servers' settings: nothing when each is known to keep its keys. */
-export function evictionProblems(servers: readonly (EvictionCheck & { readonly server: string })[]): string[] {
+export function evictionProblems(servers: readonly ServerCheck[]): string[] {
   const problems: string[] = [];
   const evicting = servers.filter((s) => s.evicts === true);
   const unknown = servers.filter((s) => s.evicts === undefined);
@@ -49,14 +49,47 @@ export const evictionMessage = (problems: readonly string[]): string =>
   `${problems.join('; ')}: the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
 
 /** Each server the connection writes to (a cluster's masters), with its eviction verdict. */
-export async function evictionOfServers(redis: Redis): Promise<(EvictionCheck & { readonly server: string })[]> {
+export async function evictionOfServers(redis: Redis): Promise<ServerCheck[]> {
+  const read = await readServers(redis);
+  const failed = read.find(isUnread);
+  if (failed) throw failed.error;
+  return read.filter(isRead);
+}
+
+type ServerCheck = EvictionCheck & { readonly server: string };
+type ServerReading = ServerCheck | { readonly server: string; readonly error: Error };
+const isRead = (r: ServerReading): r is ServerCheck => !('error' in r);
+const isUnread = (r: ServerReading): r is Exclude<ServerReading, ServerCheck> => 'error' in r;
+
+function readServers(redis: Redis): Promise<ServerReading[]> {
   const servers: Server[] = redis instanceof Cluster ? redis.nodes('master') : [redis];
   return Promise.all(
-    servers.map(async (server) => ({
-      server: `${server.options.host}:${server.options.port}`,
-      ...evictionOf(await server.info('memory')),
-    })),
+    servers.map(async (server): Promise<ServerReading> => {
+      const name = `${server.options.host}:${server.options.port}`;
+      try {
+        return { server: name, ...evictionOf(await server.info('memory')) };
+      } catch (err) {
+        return { server: name, error: err as Error };
+      }
+    }),
   );
+}
+
+/**
+ * A running web's question (its `/readyz`): the message saying why Redis may drop keys, or undefined when every server
+ * it could read keeps them. A master that does not answer (one failing over) is left out while others do: whether it
+ * is up is not this check's question, and a failover is no reason to take every web out of rotation; when none
+ * answers, the settings could not be read, as at a start.
+ */
+export async function evictionNow(redis: Redis): Promise<string | undefined> {
+  const read = await readServers(redis);
+  const answered = read.filter(isRead);
+  const unread = read.filter(isUnread);
+  const problems =
+    !answered.length && unread.length
+      ? [`could not read Redis's eviction settings: ${unread.map((r) => `${r.server}: ${r.error.message}`).join('; ')}`]
+      : evictionProblems(answered);
+  return problems.length ? evictionMessage(problems) : undefined;
 }
 
 export class RedisEvicts extends Error {

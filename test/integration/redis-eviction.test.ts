@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { checkRedisAtStart, checkRedisKeepsKeys, evictionOfServers, RedisEvicts } from '../../shared/redis/eviction';
+import { checkRedisAtStart, checkRedisKeepsKeys, evictionNow, evictionOfServers, RedisEvicts } from '../../shared/redis/eviction';
 import { startPrivateRedis, type RedisHandle } from '../../shared/dev/embedded/redis';
 import { startJobs } from '../../jobs/main';
 import { startWeb } from '../../web/main';
@@ -118,10 +118,22 @@ describe('a process start on a Redis that may evict keys', function () {
       });
       expect(refused.body.checks.postgres).to.deep.equal({ ok: true });
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      expect((await ready()).status).to.equal(200);
+      await eventually(async () => ((await ready()).status === 200 ? true : undefined), 'the web to be ready again');
     } finally {
       await web.stop();
     }
+  });
+
+  it('tells a running web nothing while the server keeps its keys, and why once it may evict them', async () => {
+    expect(await evictionNow(admin)).to.equal(undefined);
+    await admin.config('SET', 'maxmemory', String(64 * 1024 ** 3)); // a limit alone, under noeviction: keys are kept
+    expect(await evictionNow(admin)).to.equal(undefined);
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-random');
+    expect(await evictionNow(admin)).to.match(
+      new RegExp(
+        `^Redis may evict keys \\(${escaped(hostPort)}: maxmemory-policy allkeys-random, maxmemory 68719476736\\): the service needs`,
+      ),
+    );
   });
 
   it('leaves a development web ready on such a server (its start warned)', async () => {
@@ -216,5 +228,20 @@ describe('a process start on a Redis that will not say', function () {
       redis.disconnect();
     }
     expect(logs().find((line) => line.includes("could not read Redis's eviction settings"))).to.include('"level":40');
+  });
+
+  it('tells a running web that the settings could not be read, naming the server, as a start would', async () => {
+    // without the ready check (which asks INFO) the connection opens, and only INFO itself is refused
+    const redis = new Redis(server.url, { enableReadyCheck: false });
+    try {
+      expect(await evictionNow(redis)).to.match(
+        new RegExp(
+          `^could not read Redis's eviction settings: ${escaped(new URL(server.url).host)}: ERR unknown command 'info'.*: the service needs`,
+          'i',
+        ),
+      );
+    } finally {
+      redis.disconnect();
+    }
   });
 });

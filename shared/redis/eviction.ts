@@ -1,4 +1,4 @@
-import { Cluster, type Redis as Server } from 'ioredis';
+import { Cluster, ReplyError, type Redis as Server } from 'ioredis';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { createRedis, type Redis } from './client';
@@ -48,47 +48,43 @@ export function evictionProblems(servers: readonly ServerCheck[]): string[] {
 export const evictionMessage = (problems: readonly string[]): string =>
   `${problems.join('; ')}: the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
 
-/** Each server the connection writes to (a cluster's masters), with its eviction verdict. */
-export async function evictionOfServers(redis: Redis): Promise<ServerCheck[]> {
-  const read = await readServers(redis);
-  const failed = read.find(isUnread);
-  if (failed) throw failed.error;
-  return read.filter(isRead);
+type ServerCheck = EvictionCheck & { readonly server: string };
+
+/** The servers the connection writes to: a cluster's masters, or the one server. */
+const serversOf = (redis: Redis): Server[] => (redis instanceof Cluster ? redis.nodes('master') : [redis]);
+
+async function readServer(server: Server): Promise<ServerCheck> {
+  return { server: `${server.options.host}:${server.options.port}`, ...evictionOf(await server.info('memory')) };
 }
 
-type ServerCheck = EvictionCheck & { readonly server: string };
-type ServerReading = ServerCheck | { readonly server: string; readonly error: Error };
-const isRead = (r: ServerReading): r is ServerCheck => !('error' in r);
-const isUnread = (r: ServerReading): r is Exclude<ServerReading, ServerCheck> => 'error' in r;
-
-function readServers(redis: Redis): Promise<ServerReading[]> {
-  const servers: Server[] = redis instanceof Cluster ? redis.nodes('master') : [redis];
-  return Promise.all(
-    servers.map(async (server): Promise<ServerReading> => {
-      const name = `${server.options.host}:${server.options.port}`;
-      try {
-        return { server: name, ...evictionOf(await server.info('memory')) };
-      } catch (err) {
-        return { server: name, error: err as Error };
-      }
-    }),
-  );
+/** Each server the connection writes to (a cluster's masters), with its eviction verdict; fails at the first that fails. */
+export function evictionOfServers(redis: Redis): Promise<ServerCheck[]> {
+  return Promise.all(serversOf(redis).map(readServer));
 }
 
 /**
  * A running web's question (its `/readyz`): the message saying why Redis may drop keys, or undefined when every server
- * it could read keeps them. A master that does not answer (one failing over) is left out while others do: whether it
- * is up is not this check's question, and a failover is no reason to take every web out of rotation; when none
- * answers, the settings could not be read, as at a start.
+ * that answered keeps them. A master that could not be asked (its connection gone or timed out: one failing over) is
+ * left out while others answer, since whether it is up is not this question and a failover should not take every web
+ * out of rotation for it; a server that answered with an error (`INFO` refused) counts, as does none answering.
  */
 export async function evictionNow(redis: Redis): Promise<string | undefined> {
-  const read = await readServers(redis);
-  const answered = read.filter(isRead);
-  const unread = read.filter(isUnread);
-  const problems =
-    !answered.length && unread.length
+  const servers = serversOf(redis);
+  const read = await Promise.all(
+    servers.map((server) =>
+      readServer(server).catch((error: Error) => ({ server: `${server.options.host}:${server.options.port}`, error })),
+    ),
+  );
+  const answered = read.filter((r): r is ServerCheck => !('error' in r));
+  const failed = read.filter((r): r is { server: string; error: Error } => 'error' in r);
+  // with some server answering, one that was away is left out; one that refused is not
+  const unread = answered.length ? failed.filter((r) => r.error instanceof ReplyError) : failed;
+  const problems = [
+    ...(answered.length || !servers.length ? evictionProblems(answered) : []),
+    ...(unread.length
       ? [`could not read Redis's eviction settings: ${unread.map((r) => `${r.server}: ${r.error.message}`).join('; ')}`]
-      : evictionProblems(answered);
+      : []),
+  ];
   return problems.length ? evictionMessage(problems) : undefined;
 }
 

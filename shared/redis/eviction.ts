@@ -53,8 +53,10 @@ type ServerCheck = EvictionCheck & { readonly server: string };
 /** The servers the connection writes to: a cluster's masters, or the one server. */
 const serversOf = (redis: Redis): Server[] => (redis instanceof Cluster ? redis.nodes('master') : [redis]);
 
+const nameOf = (server: Server): string => `${server.options.host}:${server.options.port}`;
+
 async function readServer(server: Server): Promise<ServerCheck> {
-  return { server: `${server.options.host}:${server.options.port}`, ...evictionOf(await server.info('memory')) };
+  return { server: nameOf(server), ...evictionOf(await server.info('memory')) };
 }
 
 /** Each server the connection writes to (a cluster's masters), with its eviction verdict; fails at the first that fails. */
@@ -70,11 +72,7 @@ export function evictionOfServers(redis: Redis): Promise<ServerCheck[]> {
  */
 export async function evictionNow(redis: Redis): Promise<string | undefined> {
   const servers = serversOf(redis);
-  const read = await Promise.all(
-    servers.map((server) =>
-      readServer(server).catch((error: Error) => ({ server: `${server.options.host}:${server.options.port}`, error })),
-    ),
-  );
+  const read = await Promise.all(servers.map((server) => readServer(server).catch((error: Error) => ({ server: nameOf(server), error }))));
   const answered = read.filter((r): r is ServerCheck => !('error' in r));
   const failed = read.filter((r): r is { server: string; error: Error } => 'error' in r);
   // with some server answering, one that was away is left out; one that refused is not

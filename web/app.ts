@@ -8,6 +8,7 @@ import { errors } from './middleware/errors';
 import { accessLog } from './middleware/access-log';
 import { jsonBody } from './middleware/body';
 import { createWebMetrics } from './middleware/metrics';
+import { ReadinessWatch } from './readiness';
 import { mount } from './http/mount';
 import { buildOpenApiDocument } from './openapi/document';
 import { ROUTES } from './routes';
@@ -55,7 +56,14 @@ export function createWebApp(app: Resources, options: WebAppOptions = {}): Koa {
   mount(
     router,
     ROUTES.filter((route) => includeDev || !route.devOnly),
-    { app, verifyAdmin, metrics, openApiJson, lifecycle: options.lifecycle ?? { draining: false } },
+    {
+      app,
+      verifyAdmin,
+      metrics,
+      openApiJson,
+      lifecycle: options.lifecycle ?? { draining: false },
+      readiness: new ReadinessWatch({ log: app.log, gauge: metrics.readinessChecks, env: app.config.env }),
+    },
   );
   koa.use(router.routes()).use(router.allowedMethods());
   return koa;

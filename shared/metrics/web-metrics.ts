@@ -4,6 +4,8 @@ import { FEE_WINDOW_BLOCKS, type OperationsState } from './state';
 export interface WebRegistry {
   readonly registry: Registry;
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Each readiness check's result at the latest `/readyz` (web/readiness.ts sets it). */
+  readonly readinessChecks: Gauge<'check'>;
 }
 
 /**
@@ -83,5 +85,11 @@ export function createWebRegistry(state: () => Promise<OperationsState>): WebReg
   gauge('works_api_chain_connected', "Whether the process's connection to the network's node is up (1) or not (0)", ['network'], (g, s) => {
     for (const c of s.chains) g.set({ network: c.network }, c.connected ? 1 : 0);
   });
-  return { registry, httpDuration };
+  const readinessChecks = new Gauge({
+    name: 'works_api_readiness_check_ok',
+    help: 'Whether each readiness check passed (1) or failed (0) at the latest GET /readyz; the reason of a failure is logged',
+    labelNames: ['check'] as const,
+    registers: [registry],
+  });
+  return { registry, httpDuration, readinessChecks };
 }

@@ -4,6 +4,10 @@ import { configWith } from '../helpers/services';
 import { startPrivateRedis } from '../../shared/dev/embedded/redis';
 import { createOrg, createKey } from '../helpers/factories';
 import { initBody } from '../helpers/registration';
+import { scrape } from '../helpers/prometheus';
+import { operatorToken } from '../helpers/identity';
+import { REASON_LOGGED } from '../../web/readiness';
+import { randomUUID } from 'node:crypto';
 
 describe('readiness when a dependency is gone', () => {
   it('turns /readyz to 503 naming Redis, and API calls to 503, when Redis stops', async () => {
@@ -41,7 +45,13 @@ describe('readiness when a dependency is gone', () => {
       const ready = await call(app.url, 'GET', '/readyz');
       expect(ready.status).to.equal(503);
       expect(ready.body.checks.postgres.ok).to.equal(false);
+      // outside production the reason stays in the answer (a production web logs it instead: redis-eviction.test.ts)
+      expect(ready.body.checks.postgres.error).to.be.a('string').and.not.equal(REASON_LOGGED);
       expect(ready.body.checks.redis.ok).to.equal(true);
+      // operators alert on each check's latest result
+      const metrics = await scrape(app.url, { authorization: `Bearer ${await operatorToken({ organizationId: randomUUID() })}` });
+      expect(metrics.value('works_api_readiness_check_ok', { check: 'postgres' })).to.equal(0);
+      expect(metrics.value('works_api_readiness_check_ok', { check: 'redis' })).to.equal(1);
     } finally {
       await app.close();
     }

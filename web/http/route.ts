@@ -6,6 +6,7 @@ import type { Admission } from '../../shared/api-keys/key-cache';
 import type { AdminIdentity, AdminVerifier } from '../../shared/identity/admin-verifier';
 import type { WebMetrics } from '../middleware/metrics';
 import type { Lifecycle } from '../drain';
+import type { ReadinessWatch } from '../readiness';
 
 /** Who may call a route, and what the route learns about the caller once authenticated. */
 export interface Callers {
@@ -78,6 +79,8 @@ export interface RouteDeps {
   readonly openApiJson: string;
   /** Whether the process is stopping (/readyz says so). */
   readonly lifecycle: Lifecycle;
+  /** `/readyz`'s checks, logged and counted as they change (web/readiness.ts). */
+  readonly readiness: ReadinessWatch;
 }
 
 /** A handler's validated input, typed by its route's definition. */

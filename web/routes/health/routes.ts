@@ -1,4 +1,3 @@
-import { checkReadiness } from '../../../shared/readiness';
 import { defineRoute, type Route } from '../../http/route';
 import * as C from '../../openapi/components';
 
@@ -28,11 +27,11 @@ export const healthRoutes: readonly Route[] = [
       200: { description: 'Ready', schema: C.Readiness },
       503: {
         description:
-          'Not ready: `unavailable` with the checks that failed, or `draining` while the process stops (it still answers requests)',
+          'Not ready: `unavailable` with the checks that failed (in production without their reasons, which the web logs), or `draining` while the process stops (it still answers requests)',
         schema: C.Readiness,
       },
     },
-    handler: async (ctx, _input, { app, lifecycle }) => {
+    handler: async (ctx, _input, { app, lifecycle, readiness }) => {
       if (lifecycle.draining) {
         ctx.status = 503;
         ctx.body = {
@@ -41,7 +40,7 @@ export const healthRoutes: readonly Route[] = [
         };
         return;
       }
-      const report = await checkReadiness(app);
+      const report = await readiness.report(app);
       ctx.status = report.ready ? 200 : 503;
       ctx.body = { status: report.ready ? 'ready' : 'unavailable', checks: report.checks };
     },

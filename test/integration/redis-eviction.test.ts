@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { checkRedisAtStart, checkRedisKeepsKeys, evictionNow, evictionOfServers, RedisEvicts } from '../../shared/redis/eviction';
 import { startPrivateRedis, type RedisHandle } from '../../shared/dev/embedded/redis';
@@ -9,6 +10,7 @@ import { REASON_LOGGED } from '../../web/readiness';
 import { testServices } from '../helpers/services';
 import { spawnWeb } from '../helpers/web-process';
 import type { Config, Env } from '../../shared/config';
+import { createLogger } from '../../shared/logger';
 
 /** What a start that was refused threw (undefined when it started: it is stopped again). */
 const refusal = (start: Promise<{ stop(): Promise<void> }>): Promise<unknown> =>
@@ -102,7 +104,15 @@ describe('a process start on a Redis that may evict keys', function () {
     });
 
   it("turns a production web's /readyz to 503 once its server may evict keys, and back to 200 once it keeps them", async () => {
-    const web = await startWeb(on('production'), testLogger());
+    // the web's own log, so that no other test's lines get in
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const web = await startWeb(on('production'), createLogger('debug', sink));
     try {
       const ready = async () => {
         const reply = await fetch(`${web.url}/readyz`);
@@ -110,7 +120,15 @@ describe('a process start on a Redis that may evict keys', function () {
       };
       // ready once its connections are (the start does not wait for them)
       await eventually(async () => ((await ready()).status === 200 ? true : undefined), 'the web to be ready');
-      const logs = logsFromNow();
+      const from = lines.length;
+      const readinessLogs = () =>
+        lines
+          .slice(from)
+          .map((line) => JSON.parse(line) as { level: number; msg: string; check?: string; reason?: string; was?: string })
+          .filter((line) => line.msg.startsWith('readiness check'))
+          .map(({ level, msg, check, reason, was }) => ({ level, msg, check, reason, was }));
+      const reason = (policy: string) =>
+        `Redis may evict keys (${hostPort}: maxmemory-policy ${policy}, maxmemory 68719476736): the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
       await evicting('volatile-lru');
       // the answer is open to anyone: it names the failing check, and its reason (a host and port, the server's
       // memory settings) goes to the log, once while it stays the same
@@ -121,19 +139,34 @@ describe('a process start on a Redis that may evict keys', function () {
         expect(refused.body.checks.postgres).to.deep.equal({ ok: true });
         expect(JSON.stringify(refused.body)).not.to.include(hostPort);
       }
-      const reason = `Redis may evict keys (${hostPort}: maxmemory-policy volatile-lru, maxmemory 68719476736): the service needs maxmemory-policy noeviction (or no maxmemory), as jobs, revocations and idempotency records must not be dropped`;
-      const readinessLogs = () =>
-        logs()
-          .map((line) => JSON.parse(line) as { level: number; msg: string; check?: string; reason?: string; was?: string })
-          .filter((line) => line.msg.startsWith('readiness check'))
-          .map(({ level, msg, check, reason, was }) => ({ level, msg, check, reason, was }));
-      expect(readinessLogs()).to.deep.equal([
-        { level: 40, msg: 'readiness check failing: /readyz answers 503', check: 'redis', reason, was: undefined },
-      ]);
+      const failing = {
+        level: 40,
+        msg: 'readiness check failing: /readyz answers 503',
+        check: 'redis',
+        reason: reason('volatile-lru'),
+        was: undefined,
+      };
+      expect(readinessLogs()).to.deep.equal([failing]);
+      // another reason within the minute is not logged again (a reason can name an address that rotates)
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      expect((await ready()).status).to.equal(503);
+      expect(readinessLogs()).to.deep.equal([failing]);
+
+      // requests arriving while the dependencies are asked share that one asking: Redis paused, 20 /readyz at
+      // once ask its INFO once
+      const infoCalls = async () => Number(/cmdstat_info:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+      const before = await infoCalls();
+      await admin.client('PAUSE', '300', 'ALL');
+      const answers = await Promise.all(Array.from({ length: 20 }, ready));
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(503));
+      // less the reading of `before` itself
+      expect((await infoCalls()) - before - 1).to.equal(1);
+
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
       await eventually(async () => ((await ready()).status === 200 ? true : undefined), 'the web to be ready again');
-      expect(readinessLogs().slice(1)).to.deep.equal([
-        { level: 30, msg: 'readiness check passing again', check: 'redis', reason: undefined, was: reason },
+      expect(readinessLogs()).to.deep.equal([
+        failing,
+        { level: 30, msg: 'readiness check passing again', check: 'redis', reason: undefined, was: reason('allkeys-lru') },
       ]);
     } finally {
       await web.stop();

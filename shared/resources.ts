@@ -74,7 +74,7 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
   const needs = handlesOf(role);
   const name = roleName(role);
   const opened: Partial<Handles> = {};
-  if (needs.has('db')) opened.db = createDb(config.database);
+  if (needs.has('db')) opened.db = createDb(config.database, log);
   // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
   if (needs.has('redis')) opened.redis = createRedis(config.redis, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
   // producers have a connection of their own, of the same kind (the web enqueues fail-fast too) but without

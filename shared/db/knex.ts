@@ -1,20 +1,33 @@
 import knex, { type Knex } from 'knex';
 import path from 'node:path';
 import type { Config } from '../config';
+import type { Logger } from '../logger';
 
 export type Db = Knex;
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../migrations');
 
-export function createDb(database: Config['database']): Db {
+/**
+ * The pool. With `log`, knex's own warnings (a connection that could not be opened, with its stack; a deprecation)
+ * are lines of the process's JSON log, under `component: knex`, rather than free text on the console.
+ */
+export function createDb(database: Config['database'], log?: Logger): Db {
   return knex({
     client: 'pg',
     connection: { connectionString: database.url },
     pool: { min: 0, max: database.poolMax },
     acquireConnectionTimeout: 5000,
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
+    ...(log && { log: knexLog(log.child({ component: 'knex' })) }),
   });
 }
+
+const knexLog = (log: Logger): Knex.Logger => ({
+  warn: (message: unknown) => log.warn(String(message)),
+  error: (message: unknown) => log.error(String(message)),
+  deprecate: (method: string, alternative: string) => log.warn({ method, alternative }, 'knex: deprecated'),
+  debug: (message: unknown) => log.debug({ message }, 'knex'),
+});
 
 export async function migrateLatest(db: Db): Promise<string[]> {
   const [, applied] = (await db.migrate.latest()) as [number, string[]];

@@ -6,7 +6,7 @@ import { createDb, migrateLatest } from './knex';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.log.level);
-  const db = createDb(config.database);
+  const db = createDb(config.database, log);
   try {
     const applied = await migrateLatest(db);
     log.info({ applied }, applied.length ? 'migrations applied' : 'database already up to date');

@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   try {
     const config = loadConfig(merged);
     const log = createLogger(config.log.level, devLogDestination(process.stdout));
-    const db = createDb(config.database);
+    const db = createDb(config.database, log);
     const applied = await migrateLatest(db).finally(() => db.destroy());
     say(applied.length ? `migrations applied: ${applied.length}` : 'database up to date');
     const jobs = await startJobs(config, log);

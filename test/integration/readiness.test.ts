@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startApp, call, expectError } from '../helpers/app';
+import { startApp, call, expectError, logsFromNow } from '../helpers/app';
 import { configWith } from '../helpers/services';
 import { startPrivateRedis } from '../../shared/dev/embedded/redis';
 import { createOrg, createKey } from '../helpers/factories';
@@ -37,7 +37,15 @@ describe('readiness when a dependency is gone', () => {
     const healthy = await startApp();
     const key = await createKey(healthy.context, await createOrg(healthy.context));
     await healthy.close();
-    const app = await startApp(configWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }));
+    const logs = logsFromNow();
+    // knex's own warnings went to console.log as free text (coloured): they are lines of the JSON log now
+    const consoleLines: string[] = [];
+    const consoleLog = console.log;
+    console.log = (...args: unknown[]) => void consoleLines.push(args.map(String).join(' '));
+    const app = await startApp(configWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' })).finally(
+      () => (console.log = consoleLog),
+    );
+    console.log = (...args: unknown[]) => void consoleLines.push(args.map(String).join(' '));
     try {
       const reply = await call(app.url, 'POST', '/v1/sessions', { token: key.token, body: { external_user_ref: 'u' } });
       expectError(reply, 503, 'common.service_unavailable');
@@ -52,7 +60,18 @@ describe('readiness when a dependency is gone', () => {
       const metrics = await scrape(app.url, { authorization: `Bearer ${await operatorToken({ organizationId: randomUUID() })}` });
       expect(metrics.value('works_api_readiness_check_ok', { check: 'postgres' })).to.equal(0);
       expect(metrics.value('works_api_readiness_check_ok', { check: 'redis' })).to.equal(1);
+      const knexLines = logs()
+        .map((line) => JSON.parse(line) as { level: number; component?: string; msg: string })
+        .filter((line) => line.component === 'knex');
+      expect(knexLines.length).to.be.greaterThan(0);
+      for (const line of knexLines)
+        expect(line)
+          .to.include({ level: 40 })
+          .and.to.have.property('msg')
+          .that.matches(/^Acquire connection error: Error: connect ECONNREFUSED 127\.0\.0\.1:1\n/);
+      expect(consoleLines.filter((line) => line.includes('Acquire connection error'))).to.deep.equal([]);
     } finally {
+      console.log = consoleLog;
       await app.close();
     }
   });

@@ -5,6 +5,7 @@ import { reviveDeadDelivery } from '../../shared/webhooks/dead-letters';
 import { enqueueDeadLetter, enqueueRetries, type DeliveryLabels, type JobData, type JobOf } from '../../shared/queue/jobs';
 import { RetryDelivery } from '../../shared/webhooks/retry-policy';
 import { DeliveryConnections } from '../../shared/webhooks/connections';
+import { ResolvedHosts } from '../../shared/webhooks/resolved-hosts';
 import { claimDelivery, DeliveryRepo, type Delivery } from '../../shared/webhooks/repo';
 import { labelsOf } from '../../shared/webhooks/service';
 
@@ -13,12 +14,14 @@ import { labelsOf } from '../../shared/webhooks/service';
  * a permanent failure or the last run marks the delivery dead (with the attempt, in one statement) and
  * puts it in the `webhooks-dead` queue. A `deliver-batch` job (webhooks/enqueue.ts) makes the first attempt
  * of each of its deliveries, side by side, and hands each that needs more to a job of its own. The process's
- * deliveries share kept-alive connections (connections.ts) and batched statements (repo.ts).
+ * deliveries share kept-alive connections (connections.ts), batched statements (repo.ts) and their hosts' recent
+ * addresses (resolved-hosts.ts).
  */
 export const webhooksProcessor = (app: Resources): Processor<JobData['webhooks']> => {
   const using: AttemptDeps = {
     repo: new DeliveryRepo(app.db),
     connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs, maxInFlight: app.config.webhooks.concurrency }),
+    resolve: new ResolvedHosts().resolve,
   };
   return (job) => ('deliveryIds' in job.data ? deliverBatch(app, using, job, job.data.deliveryIds) : deliver(app, using, job, job.data));
 };

@@ -47,7 +47,7 @@ export interface DeliveryDeps {
 export interface AttemptDeps {
   readonly repo: DeliveryRepo;
   readonly connections: DeliveryConnections;
-  /** Resolves the webhook host at each attempt: the system resolver unless a test gives its own. */
+  /** Resolves the webhook host at each attempt: the system resolver unless given one (a worker's keeps answers a while: resolved-hosts.ts). */
   readonly resolve?: Resolver;
   /** The webhook secrets of the job's run (a batch's deliveries share their key's); else the attempt's own. */
   readonly secrets?: RunSecrets;

@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import { expect } from 'chai';
 import type { TestApp } from '../helpers/app';
 import { eventually } from '../helpers/app';
@@ -133,5 +134,36 @@ describe('webhook delivery: first attempts batched per destination', function ()
     expect((await app.context.queues.webhooks.getJob(jobs[1]!))!.data).to.deep.include({
       deliveryIds: made.slice(1).map((d) => d.deliveryId),
     });
+  });
+  it("resolves a webhook host once for the deliveries that go to it, then reuses the worker's answer", async () => {
+    // the system resolver answers for this run's own name (the worker resolves with dns.lookup, as in production)
+    const host = `hooks-${Date.now().toString(36)}.test`;
+    const asked: string[] = [];
+    const original = dns.lookup;
+    (dns as { lookup: unknown }).lookup = (hostname: string, options: unknown, callback: (...args: unknown[]) => void) => {
+      if (hostname !== host) return (original as (...args: unknown[]) => void).call(dns, hostname, options, callback);
+      asked.push(hostname);
+      setTimeout(() => callback(null, [{ address: '127.0.0.1', family: 4 }]), 20);
+    };
+    try {
+      const url = `http://${host}:${new URL(receiver.url).port}/resolved`;
+      const enqueue = (made: TestDelivery[]) =>
+        enqueueDeliveries(
+          app.context,
+          made.map((d) => ({ id: d.deliveryId, traceparent: null, labels: d.labels })),
+        );
+      const [later, ...together] = await record(url, 5);
+      asked.length = 0; // each key's URL was vetted as it was created
+      await enqueue(together);
+      for (const d of together) await deliveryReaches(app.context, d.deliveryId, 'delivered');
+      await enqueue([later!]);
+      await deliveryReaches(app.context, later!.deliveryId, 'delivered');
+      expect(asked).to.deep.equal([host]);
+      // each sent with its host's name, to the address it was resolved to
+      const arrived = receiver.received.filter((h) => h.headers.host === `${host}:${new URL(receiver.url).port}`);
+      expect(arrived.map((h) => h.connection.localAddress)).to.deep.equal(Array(5).fill('127.0.0.1'));
+    } finally {
+      (dns as { lookup: unknown }).lookup = original;
+    }
   });
 });

@@ -6,6 +6,7 @@ import { enqueueDeadLetter, enqueueRetries, type DeliveryLabels, type JobData, t
 import { RetryDelivery } from '../../shared/webhooks/retry-policy';
 import { DeliveryConnections } from '../../shared/webhooks/connections';
 import { ResolvedHosts } from '../../shared/webhooks/resolved-hosts';
+import { refusedAddress } from '../../shared/webhooks/destination';
 import { claimDelivery, DeliveryRepo, type Delivery } from '../../shared/webhooks/repo';
 import { labelsOf } from '../../shared/webhooks/service';
 
@@ -21,7 +22,8 @@ export const webhooksProcessor = (app: Resources): Processor<JobData['webhooks']
   const using: AttemptDeps = {
     repo: new DeliveryRepo(app.db),
     connections: new DeliveryConnections({ keepAliveMs: app.config.webhooks.keepAliveMs, maxInFlight: app.config.webhooks.concurrency }),
-    resolve: new ResolvedHosts().resolve,
+    // an answer the address policy refuses is not kept: it costs only the attempts of its moment
+    resolve: new ResolvedHosts({ keep: (addresses) => !refusedAddress(app.config.webhooks, addresses) }).resolve,
   };
   return (job) => ('deliveryIds' in job.data ? deliverBatch(app, using, job, job.data.deliveryIds) : deliver(app, using, job, job.data));
 };

@@ -51,14 +51,25 @@ export async function vetDestination(
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host);
   if (addresses.length === 0) throw new Error(`${host} resolved to no address`);
-  if (!policy.allowPrivate) {
-    for (const { address } of addresses) {
-      const kind = forbiddenAddressKind(address);
-      if (kind)
-        throw new RefusedDestination(`refused: ${host} resolves to ${address}, a ${kind} address (private addresses are not allowed)`);
-    }
-  }
+  const refused = refusedAddress(policy, addresses);
+  if (refused)
+    throw new RefusedDestination(
+      `refused: ${host} resolves to ${refused.address}, a ${refused.kind} address (private addresses are not allowed)`,
+    );
   return { url, addresses };
+}
+
+/** The first of these addresses the policy refuses, with why; undefined when it allows them all. */
+export function refusedAddress(
+  policy: Pick<DestinationPolicy, 'allowPrivate'>,
+  addresses: readonly Pick<LookupAddress, 'address'>[],
+): { address: string; kind: string } | undefined {
+  if (policy.allowPrivate) return undefined;
+  for (const { address } of addresses) {
+    const kind = forbiddenAddressKind(address);
+    if (kind) return { address, kind };
+  }
+  return undefined;
 }
 
 /**

@@ -24,6 +24,8 @@ describe('webhook delivery: first attempts batched per destination', function ()
     receiver = await new WebhookReceiver().start();
   });
   after(() => receiver.stop());
+  const systemLookup = dns.lookup;
+  afterEach(() => (dns.lookup = systemLookup));
 
   const record = async (url: string, count: number) => {
     const made: TestDelivery[] = [];
@@ -139,9 +141,8 @@ describe('webhook delivery: first attempts batched per destination', function ()
     // the system resolver answers for this run's own name (the worker resolves with dns.lookup, as in production)
     const host = `hooks-${Date.now().toString(36)}.test`;
     const asked: string[] = [];
-    const original = dns.lookup;
     (dns as { lookup: unknown }).lookup = (hostname: string, options: unknown, callback: (...args: unknown[]) => void) => {
-      if (hostname !== host) return (original as (...args: unknown[]) => void).call(dns, hostname, options, callback);
+      if (hostname !== host) return (systemLookup as (...args: unknown[]) => void).call(dns, hostname, options, callback);
       asked.push(hostname);
       setTimeout(() => callback(null, [{ address: '127.0.0.1', family: 4 }]), 20);
     };
@@ -155,15 +156,16 @@ describe('webhook delivery: first attempts batched per destination', function ()
       const [later, ...together] = await record(url, 5);
       asked.length = 0; // each key's URL was vetted as it was created
       await enqueue(together);
-      for (const d of together) await deliveryReaches(app.context, d.deliveryId, 'delivered');
+      // deadlines within mocha's, so that the patched lookup never outlives the test (afterEach restores it too)
+      for (const d of together) await deliveryReaches(app.context, d.deliveryId, 'delivered', 8_000);
       await enqueue([later!]);
-      await deliveryReaches(app.context, later!.deliveryId, 'delivered');
+      await deliveryReaches(app.context, later!.deliveryId, 'delivered', 8_000);
       expect(asked).to.deep.equal([host]);
       // each sent with its host's name, to the address it was resolved to
       const arrived = receiver.received.filter((h) => h.headers.host === `${host}:${new URL(receiver.url).port}`);
       expect(arrived.map((h) => h.connection.localAddress)).to.deep.equal(Array(5).fill('127.0.0.1'));
     } finally {
-      (dns as { lookup: unknown }).lookup = original;
+      dns.lookup = systemLookup;
     }
   });
 });

@@ -14,7 +14,7 @@ function controlledResolver() {
       waiting.push(() => {
         const answer = answers.get(hostname) ?? new Error(`getaddrinfo ENOTFOUND ${hostname}`);
         if (answer instanceof Error) fail(answer);
-        else done(answer);
+        else done(structuredClone(answer));
       }),
     );
   };
@@ -29,7 +29,7 @@ describe("a worker's answers for webhook hosts (resolved-hosts.ts)", () => {
   it('shares one lookup among those asking for a host meanwhile, and reuses its answer until it is maxAgeMs old', async () => {
     const dns = controlledResolver();
     let now = 1_000;
-    const hosts = new ResolvedHosts(dns.resolve, 30_000, () => now);
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => now });
     dns.answers.set('hooks.example', A).set('other.example', B);
     const together = [hosts.resolve('hooks.example'), hosts.resolve('hooks.example'), hosts.resolve('other.example')];
     dns.release();
@@ -50,7 +50,7 @@ describe("a worker's answers for webhook hosts (resolved-hosts.ts)", () => {
 
   it('keeps no failure: those asking meanwhile all get it, and the next asks again', async () => {
     const dns = controlledResolver();
-    const hosts = new ResolvedHosts(dns.resolve, 30_000, () => 0);
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => 0 });
     const together = [hosts.resolve('gone.example'), hosts.resolve('gone.example')].map((p) =>
       p.then(
         () => 'answered',
@@ -68,20 +68,75 @@ describe("a worker's answers for webhook hosts (resolved-hosts.ts)", () => {
 
   it('gives each caller its own copy of the addresses', async () => {
     const dns = controlledResolver();
-    const hosts = new ResolvedHosts(dns.resolve, 30_000, () => 0);
-    dns.answers.set('hooks.example', A);
-    const first = hosts.resolve('hooks.example');
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => 0 });
+    dns.answers.set('hooks.example', [{ address: '93.184.215.14', family: 4 }]);
+    const first = [hosts.resolve('hooks.example'), hosts.resolve('hooks.example')];
     dns.release();
-    const got = await first;
-    got[0]!.address = '10.0.0.1';
-    got.push({ address: '10.0.0.2', family: 4 });
-    expect(await hosts.resolve('hooks.example')).to.deep.equal(A);
+    const [got, sharer] = await Promise.all(first);
+    got![0]!.address = '10.0.0.1';
+    got!.push({ address: '10.0.0.2', family: 4 });
+    expect(sharer).to.deep.equal([{ address: '93.184.215.14', family: 4 }]);
+    expect(await hosts.resolve('hooks.example')).to.deep.equal([{ address: '93.184.215.14', family: 4 }]);
+  });
+
+  it('keeps no empty answer, and none that `keep` refuses: the next attempt asks again', async () => {
+    const dns = controlledResolver();
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => 0, keep: (a) => a.every((x) => x.address !== '10.0.0.1') });
+    dns.answers.set('empty.example', []).set('private.example', [{ address: '10.0.0.1', family: 4 }]);
+    const first = [hosts.resolve('empty.example'), hosts.resolve('private.example')];
+    dns.release();
+    expect(await Promise.all(first)).to.deep.equal([[], [{ address: '10.0.0.1', family: 4 }]]);
+    dns.answers.set('empty.example', A).set('private.example', B);
+    const again = [hosts.resolve('empty.example'), hosts.resolve('private.example')];
+    dns.release();
+    expect(await Promise.all(again)).to.deep.equal([A, B]);
+    expect(dns.asked).to.deep.equal(['empty.example', 'private.example', 'empty.example', 'private.example']);
+  });
+
+  it('joins a lookup under way for joinMs only: one that never ends does not hold its host', async () => {
+    const asked: string[] = [];
+    let now = 0;
+    let answering = false;
+    // the first lookup never ends; those after it answer at once
+    const hosts = new ResolvedHosts({
+      lookup: async (hostname) => {
+        asked.push(hostname);
+        if (!answering) return new Promise<never>(() => {});
+        return A;
+      },
+      joinMs: 5_000,
+      now: () => now,
+    });
+    void hosts.resolve('stuck.example');
+    now = 4_999;
+    void hosts.resolve('stuck.example'); // joins it
+    expect(asked).to.have.length(1);
+    now = 5_000;
+    answering = true;
+    expect(await hosts.resolve('stuck.example')).to.deep.equal(A);
+    expect(asked).to.have.length(2);
+    expect(await hosts.resolve('stuck.example')).to.deep.equal(A); // and kept
+    expect(asked).to.have.length(2);
+  });
+
+  it('ages answers by a clock that only goes forward (performance.now), not the wall clock', async () => {
+    const asked: string[] = [];
+    const hosts = new ResolvedHosts({ lookup: async (h) => (asked.push(h), A) });
+    await hosts.resolve('hooks.example');
+    const realNow = Date.now;
+    Date.now = () => realNow() + 3_600_000; // the wall clock stepped an hour ahead
+    try {
+      expect(await hosts.resolve('hooks.example')).to.deep.equal(A);
+    } finally {
+      Date.now = realNow;
+    }
+    expect(asked).to.deep.equal(['hooks.example']);
   });
 
   it('forgets hosts nobody asked for within maxAgeMs', async () => {
     const dns = controlledResolver();
     let now = 0;
-    const hosts = new ResolvedHosts(dns.resolve, 30_000, () => now);
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => now });
     for (const host of ['a.example', 'b.example']) dns.answers.set(host, A);
     const both = [hosts.resolve('a.example'), hosts.resolve('b.example')];
     dns.release();
@@ -98,7 +153,7 @@ describe("a worker's answers for webhook hosts (resolved-hosts.ts)", () => {
   it('leaves the policy to each attempt: a kept answer is vetted, and a host renewed to a forbidden address is refused', async () => {
     const dns = controlledResolver();
     let now = 0;
-    const hosts = new ResolvedHosts(dns.resolve, 30_000, () => now);
+    const hosts = new ResolvedHosts({ lookup: dns.resolve, now: () => now });
     const strict = { allowHttp: false, allowPrivate: false };
     dns.answers.set('hooks.example', A);
     const first = vetDestination('https://hooks.example/in', strict, hosts.resolve);

@@ -228,18 +228,19 @@ async function recordEvents(app: Resources, organizationId: string, key: TestKey
   const sealed = events.map((id) => box.seal(Buffer.from(`atc_${randomBytes(32).toString('hex')}`), accessCodeAad(id)));
   const deliveries = events.map(() => randomUUID());
   await db.raw(
-    `INSERT INTO events (id, transaction_id, organization_id, api_key_id, type, payload, sealed_access_code)
+    `INSERT INTO events (id, transaction_id, organization_id, api_key_id, type, payload)
      SELECT e.id, e.tx, ?, ?, 'work_registered',
        jsonb_build_object('event', 'work_registered', 'transaction_id', e.tx, 'organization_id', ?::uuid, 'api_key_id', ?::uuid,
          'external_user_ref', null, 'network', 'testnet', 'ats_id', e.n, 'tx_hash', '0x' || repeat('ab', 32), 'block_number', 1000 + e.n,
-         'block_hash', '0x' || repeat('cd', 32), 'access_code', null, 'explorer_url', 'https://explorer.example/extrinsics/1-1', 'finalized_at', now()),
-       e.sealed
-     FROM unnest(?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS e(id, tx, sealed, n)`,
-    [organizationId, key.id, organizationId, key.id, events, transactions, sealed],
+         'block_hash', '0x' || repeat('cd', 32), 'access_code', null, 'explorer_url', 'https://explorer.example/extrinsics/1-1', 'finalized_at', now())
+     FROM unnest(?::uuid[], ?::uuid[]) WITH ORDINALITY AS e(id, tx, n)`,
+    [organizationId, key.id, organizationId, key.id, events, transactions],
   );
+  // the sealed access code on the delivery, as recordEvents keeps it
   await db.raw(
-    `INSERT INTO webhook_deliveries (id, event_id, api_key_id, url) SELECT d, e, ?, ? FROM unnest(?::uuid[], ?::uuid[]) AS x(d, e)`,
-    [key.id, url, deliveries, events],
+    `INSERT INTO webhook_deliveries (id, event_id, api_key_id, url, sealed_access_code)
+     SELECT d, e, ?, ?, sealed FROM unnest(?::uuid[], ?::uuid[], ?::text[]) AS x(d, e, sealed)`,
+    [key.id, url, deliveries, events, sealed],
   );
   return deliveries;
 }

@@ -9,14 +9,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const LOAD = `
   SELECT d.id, d.status, d.url, d.current_job_id, d.api_key_id, e.id AS event_id, e.type, e.transaction_id,
-         e.organization_id, e.payload, e.sealed_access_code, e.traceparent, e.confirmed_at, k.webhook_secret_encrypted
+         e.organization_id, e.payload, d.sealed_access_code, e.traceparent, e.confirmed_at, k.webhook_secret_encrypted
     FROM webhook_deliveries d
     JOIN events e ON e.id = d.event_id
     JOIN api_key_webhooks k ON k.id = e.api_key_id
    WHERE d.id = ANY($1::uuid[])`;
 
 // Each delivery's new state and its attempt's row in one statement: atomic without a transaction's extra round
-// trips, and one statement for every attempt of the batch.
+// trips, and one statement for every attempt of the batch. An access code is kept, decryptable, only until its
+// delivery was delivered or died (then only the work's SHA-256 of it), dropped in the same row update.
 const RECORD = `
   WITH a AS (
     SELECT * FROM unnest(CAST($1 AS uuid[]), CAST($2 AS text[]), CAST($3 AS text[]), CAST($4 AS integer[]), CAST($5 AS text[]),
@@ -26,15 +27,11 @@ const RECORD = `
   ), d AS (
     UPDATE webhook_deliveries w
        SET attempts = w.attempts + 1, status = a.status, last_status_code = a.status_code, last_error = a.error,
-           next_attempt_at = a.next_attempt_at, delivered_at = CASE WHEN a.status = 'delivered' THEN now() END, updated_at = now()
+           next_attempt_at = a.next_attempt_at, delivered_at = CASE WHEN a.status = 'delivered' THEN now() END, updated_at = now(),
+           sealed_access_code = CASE WHEN a.status IN ('delivered', 'dead') THEN NULL ELSE w.sealed_access_code END
       FROM a
      WHERE w.id = a.delivery_id
     RETURNING w.id, w.attempts
-  ), sealed AS (
-    -- an access code is kept, decryptable, only until its event was delivered or died: then only its SHA-256
-    UPDATE events e SET sealed_access_code = NULL
-      FROM a
-     WHERE e.id = a.event_id AND a.status IN ('delivered', 'dead') AND e.sealed_access_code IS NOT NULL
   )
   INSERT INTO webhook_attempts (delivery_id, event_id, event, transaction_id, api_key_id, url, attempt, status_code, duration_ms, error, outcome, next_attempt_at)
   SELECT a.delivery_id, a.event_id, a.event, a.transaction_id, a.api_key_id, a.url, d.attempts, a.status_code, a.duration_ms, a.error, a.outcome, a.next_attempt_at
@@ -120,16 +117,16 @@ const toDelivery = (r: Record<string, any>): Delivery => ({
 
 // The event, and its delivery when the key that made the write has a webhook URL (read through the view api-keys
 // publishes), in one statement: the outcome's SQL transaction holds its row locks one round trip instead of three.
-const EVENT_COLUMNS = 'id, transaction_id, organization_id, api_key_id, type, payload, sealed_access_code, traceparent, confirmed_at';
+const EVENT_COLUMNS = 'id, transaction_id, organization_id, api_key_id, type, payload, traceparent, confirmed_at';
 const RECORD_EVENTS = `
   WITH e AS (
     INSERT INTO events (${EVENT_COLUMNS})
     SELECT ${EVENT_COLUMNS} FROM json_populate_recordset(NULL::events, $1::json)
     RETURNING id, api_key_id
   ), d AS (
-    INSERT INTO webhook_deliveries (id, event_id, api_key_id, url)
-    SELECT x.delivery_id, e.id, e.api_key_id, k.webhook_url
-      FROM e JOIN json_to_recordset($1::json) AS x(id uuid, delivery_id uuid) ON x.id = e.id
+    INSERT INTO webhook_deliveries (id, event_id, api_key_id, url, sealed_access_code)
+    SELECT x.delivery_id, e.id, e.api_key_id, k.webhook_url, x.sealed_access_code
+      FROM e JOIN json_to_recordset($1::json) AS x(id uuid, delivery_id uuid, sealed_access_code text) ON x.id = e.id
       JOIN api_key_webhooks k ON k.id = e.api_key_id
      WHERE k.webhook_url <> ''
     RETURNING event_id, url
@@ -138,7 +135,8 @@ const RECORD_EVENTS = `
 
 /**
  * Inserts the events and, for each whose key has a webhook URL, its delivery (`deliveryId`), in one statement
- * however many; returns each delivery's URL by its event's id (an event without one is not there). Once per
+ * however many; returns each delivery's URL by its event's id (an event without one is not there). A sealed access
+ * code is kept on the delivery, the only reader of it: an event without a delivery keeps none. Once per
  * finalized or failed transaction, in its SQL transaction: prepared once per connection (db/knex.ts).
  */
 export async function insertEventsAndDeliveries(

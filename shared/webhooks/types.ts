@@ -39,6 +39,7 @@ export interface EventRow {
   readonly apiKeyId: string;
   readonly type: string;
   readonly payload: Record<string, unknown>;
+  /** Kept on the event's delivery (webhook_deliveries), until delivered or dead; not at all without a delivery. */
   readonly sealedAccessCode: string | null;
   readonly traceparent: string | null;
   readonly confirmedAt: Date;

@@ -87,6 +87,25 @@ export function configWith(overrides: Env): Config {
 }
 
 /**
+ * An organization and an API key of it as bare rows, for a database of a test's own at an earlier migration
+ * (where the services' own writes may not fit the schema yet).
+ */
+export async function insertBareOrgAndKey(db: Knex, name = 'o'): Promise<{ org: { id: string }; key: { id: string } }> {
+  const [org] = await db('organizations').insert({ name }).returning('id');
+  const [key] = await db('api_keys')
+    .insert({
+      organization_id: org.id,
+      name: 'k',
+      prefix: 'wrk_live_0000000',
+      token_hash: Buffer.alloc(32, 7),
+      scopes: ['works:register'],
+      webhook_secret_encrypted: 'x',
+    })
+    .returning('id');
+  return { org, key };
+}
+
+/**
  * A database of a test's own on the run's server (for migrations run up and down), created in `before` and
  * dropped in `after` of the calling `describe`. `db()` is its connection, unmigrated.
  */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { useOwnDatabase } from '../helpers/services';
+import { insertBareOrgAndKey, useOwnDatabase } from '../helpers/services';
 
 /**
  * Migration 20261123000000: a transaction keeps the typed anchor it was confirmed with, not the whole Redis
@@ -15,17 +15,7 @@ describe('the anchor migration, on a database of its own', () => {
     await db.migrate.down({ name: '20261123000000_table_owners.ts' });
     expect(await db.schema.hasColumn('transactions', 'anchor')).to.equal(false);
 
-    const [org] = await db('organizations').insert({ name: 'old' }).returning('id');
-    const [key] = await db('api_keys')
-      .insert({
-        organization_id: org.id,
-        name: 'k',
-        prefix: 'wrk_live_0000000',
-        token_hash: Buffer.alloc(32, 7),
-        scopes: ['works:register'],
-        webhook_secret_encrypted: 'x',
-      })
-      .returning('id');
+    const { org, key } = await insertBareOrgAndKey(db, 'old');
     const creators = [{ full_name: 'Ada', roles: { author: true }, isni: '000000012146438X' }];
     const quoted = (jobId: string, reusedAudio?: { mediaHash: string; size: number }) => ({
       session: {

@@ -150,7 +150,9 @@ describe('finalization of transactions that reach finality together', function (
       .select(
         app.context.db.raw(`jsonb_typeof(v.creators) AS creators, jsonb_typeof(t.steps) AS steps, jsonb_typeof(t.result) AS result`),
         app.context.db.raw(`jsonb_typeof(e.payload) AS payload, length(w.access_code_hash) AS hash_bytes`),
-        app.context.db.raw(`e.sealed_access_code IS NOT NULL AS sealed, t.finalized_at = v.finalized_at AS same_time`),
+        app.context.db.raw(
+          `(SELECT d.sealed_access_code IS NOT NULL FROM webhook_deliveries d WHERE d.event_id = e.id) AS sealed, t.finalized_at = v.finalized_at AS same_time`,
+        ),
         app.context.db.raw(
           `t.result->>'finalized_at' = e.payload->>'finalized_at' AS announced_time, v.creators->0->>'full_name' AS creator`,
         ),
@@ -226,7 +228,7 @@ describe('finalization of transactions that reach finality together', function (
         'e.organization_id as event_organization',
         'e.api_key_id as event_key',
         'e.payload',
-        'e.sealed_access_code',
+        'd.sealed_access_code',
         'd.url',
         'd.api_key_id as delivery_key',
       );

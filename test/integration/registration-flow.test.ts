@@ -113,8 +113,12 @@ describe('registration, end to end on the local chain', function () {
         expect(Buffer.compare(work.access_code_hash, createHash('sha256').update(p.access_code).digest())).to.equal(0);
         // once delivered, nothing decryptable is kept: only the SHA-256 (docs/api.md#registration-confirm)
         const sealed = await eventually(async () => {
-          const event = await app.context.db('events').where({ transaction_id: txId, type: 'work_registered' }).first('sealed_access_code');
-          return event && event.sealed_access_code === null ? true : undefined;
+          const delivery = await app.context
+            .db('webhook_deliveries as d')
+            .join('events as e', 'e.id', 'd.event_id')
+            .where({ 'e.transaction_id': txId, 'e.type': 'work_registered' })
+            .first('d.sealed_access_code', 'd.status');
+          return delivery && delivery.status === 'delivered' && delivery.sealed_access_code === null ? true : undefined;
         }, 'the sealed access code to be dropped');
         expect(sealed).to.equal(true);
       }

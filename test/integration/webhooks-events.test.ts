@@ -67,8 +67,10 @@ describe("an outcome's event and its delivery", function () {
     });
     expect(row.payload).to.deep.equal(event.payload);
     expect(row.confirmed_at.getTime()).to.equal(event.confirmedAt.getTime());
-    expect(app.context.box.open(row.sealed_access_code, accessCodeAad(row.id)).toString()).to.equal(event.accessCode);
     expect(deliveries).to.have.length(1);
+    // the access code, sealed for this event, is kept on its delivery (the one reader of it), not on the event
+    expect(app.context.box.open(deliveries[0].sealed_access_code, accessCodeAad(row.id)).toString()).to.equal(event.accessCode);
+    expect(row).not.to.have.property('sealed_access_code');
     expect(deliveries[0]).to.include({ id: recorded!.id, api_key_id: key.id, url, status: 'pending' });
     expect(recorded!.labels).to.include({
       organizationId,
@@ -87,5 +89,7 @@ describe("an outcome's event and its delivery", function () {
     expect(recorded).to.equal(null);
     expect(row).to.include({ api_key_id: key.id, type: 'work_registered' });
     expect(deliveries).to.have.length(0);
+    // nobody could be sent its access code: no decryptable copy of it is kept anywhere (only the work's SHA-256)
+    expect(row).not.to.have.property('sealed_access_code');
   });
 });

@@ -23,7 +23,7 @@ describe('the access-code migration, on a database of its own', () => {
 
     const { org, key } = await insertBareOrgAndKey(db);
     /** An event with a sealed code and, unless `delivery` is null, its delivery in that state. */
-    const eventOf = async (sealed: string | null, delivery: 'pending' | 'delivered' | null) => {
+    const eventOf = async (sealed: string | null, delivery: 'pending' | 'delivered' | 'dead' | null) => {
       const transactionId = randomUUID();
       const eventId = randomUUID();
       await db.transaction((trx: Knex.Transaction) =>
@@ -52,6 +52,9 @@ describe('the access-code migration, on a database of its own', () => {
     const pending = await eventOf('v1.pending', 'pending');
     const delivered = await eventOf(null, 'delivered');
     const undeliverable = await eventOf('v1.nobody', null);
+    // delivered or dead before the codes were cleared on the way (e918803): theirs are not moved either
+    const deliveredEarly = await eventOf('v1.delivered-early', 'delivered');
+    const deadEarly = await eventOf('v1.dead-early', 'dead');
 
     await db.migrate.latest();
     expect(await db.schema.hasColumn('events', 'sealed_access_code')).to.equal(false);
@@ -59,8 +62,23 @@ describe('the access-code migration, on a database of its own', () => {
       (await db('webhook_deliveries').where({ id: deliveryId }).first('sealed_access_code'))?.sealed_access_code;
     expect(await sealedOf(pending.deliveryId)).to.equal('v1.pending');
     expect(await sealedOf(delivered.deliveryId)).to.equal(null);
+    expect(await sealedOf(deliveredEarly.deliveryId)).to.equal(null);
+    expect(await sealedOf(deadEarly.deliveryId)).to.equal(null);
     // nowhere else: the only sealed code left is the pending delivery's
     expect(await db('webhook_deliveries').whereNotNull('sealed_access_code').pluck('id')).to.deep.equal([pending.deliveryId]);
+    // and from now on a code is only ever on a pending delivery
+    const ended = db('webhook_deliveries').where({ id: pending.deliveryId }).update({ status: 'delivered' });
+    expect(
+      await ended.then(
+        () => 'updated',
+        (err: { constraint?: string }) => err.constraint,
+      ),
+    ).to.equal('webhook_deliveries_sealed_only_pending');
+    const cleared = await db('webhook_deliveries')
+      .where({ id: pending.deliveryId })
+      .update({ status: 'delivered', sealed_access_code: null });
+    expect(cleared).to.equal(1);
+    await db('webhook_deliveries').where({ id: pending.deliveryId }).update({ status: 'pending', sealed_access_code: 'v1.pending' });
 
     await db.migrate.down({ name: MIGRATION });
     const events = await db('events').select('id', 'sealed_access_code');
@@ -70,6 +88,8 @@ describe('the access-code migration, on a database of its own', () => {
       [pending.eventId]: 'v1.pending',
       [delivered.eventId]: null,
       [undeliverable.eventId]: null,
+      [deliveredEarly.eventId]: null,
+      [deadEarly.eventId]: null,
     });
     expect(await db.schema.hasColumn('webhook_deliveries', 'sealed_access_code')).to.equal(false);
   });

@@ -36,6 +36,7 @@ const WEB_METRICS = [
   'works_api_relayer_fee_blocks_covered',
   'works_api_chain_head_lag_blocks',
   'works_api_chain_connected',
+  'works_api_readiness_check_ok',
 ];
 const WORKER_METRICS = [
   'works_api_transactions_settled_total',
@@ -169,8 +170,12 @@ describe('operations metrics (issue 22)', function () {
     // what the chain says the relayer paid for the batch that carried it
     const relayer = api.createType('AccountId', await relayerAddress(config.chains[0]!.relayerSeed)).toString();
     const fee = await feePaidIn(api, relayer, tx.block_hash, tx.extrinsic_index);
+    // each readiness check's result, as the latest /readyz found it (set by /readyz, not by the scrape)
+    expect((await call(app.url, 'GET', '/readyz')).status).to.equal(200);
     const web1 = await scrape(app.url, BASIC);
     const worker1 = await scrape(workers.metricsUrl!, BASIC);
+    for (const check of ['postgres', 'redis', 's3', 'chain:testnet'])
+      expect(web1.value('works_api_readiness_check_ok', { check }), check).to.equal(1);
     const moved = (s0: Scrape, s1: Scrape, name: string, labels: Record<string, string> = {}) =>
       s1.count(name, labels) - s0.count(name, labels);
 

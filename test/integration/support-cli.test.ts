@@ -124,7 +124,10 @@ describe('operator CLI: support tools', function () {
       expect(out.chain.batch_index).to.be.within(0, out.chain.submission.calls - 1);
       expect(out.result).to.deep.include({ ...landed, ats_id: out.transaction.ats_id, version: 1, work_id: version.work_id });
 
-      const [hook] = finalized.hooks.received;
+      const [hook, retried] = finalized.hooks.received;
+      // the access code goes again with the retry of an attempt that failed, and is gone from the rows once delivered
+      expect(hook!.body.access_code).to.match(/^atc_[0-9a-f]{64}$/);
+      expect(retried!.body.access_code).to.equal(hook!.body.access_code);
       expect(out.events).to.have.length(1);
       expect(out.events[0]).to.deep.include({ type: 'work_registered', payload: { ...hook!.body, access_code: null } });
       expect(out.deliveries).to.have.length(1);

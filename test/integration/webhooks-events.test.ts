@@ -91,5 +91,9 @@ describe("an outcome's event and its delivery", function () {
     expect(deliveries).to.have.length(0);
     // nobody could be sent its access code: no decryptable copy of it is kept anywhere (only the work's SHA-256)
     expect(row).not.to.have.property('sealed_access_code');
+    expect(
+      Object.values(row).filter((v) => typeof v === 'string' && v.startsWith('v1.')),
+      'a sealed value',
+    ).to.deep.equal([]);
   });
 });

@@ -149,15 +149,16 @@ describe('batched submission through one relayer submitter', function () {
     const small = api.tx.system.remark('0x01').method.toHex();
     expect(await anchors.fitBatch('testnet', Array(10).fill(small), 4)).to.equal(4); // small calls: the configured maximum
   });
-  it("asks the runtime for a batch's weight only when no batch seen before covers it", async () => {
+  it("asks the runtime for a batch's weight only when no batch seen before covers it, first about the kind's largest", async () => {
     // this test's own connection: what it learns is its own (the service's connection has its own memory)
-    const weightAsked: string[] = [];
+    const weightAsked: number[] = [];
     const provider = (api as unknown as { _rpcCore: { provider: { send: (method: string, params: unknown[]) => Promise<unknown> } } })
       ._rpcCore.provider;
     const send = provider.send.bind(provider);
     provider.send = (method, params, ...rest: unknown[]) => {
       if (method === 'payment_queryInfo' || (method === 'state_call' && String(params[0]).startsWith('TransactionPaymentApi'))) {
-        weightAsked.push(method);
+        // the asked extrinsic's length, hex digits over two: which batch was asked about
+        weightAsked.push(String(params[1]).length / 2);
       }
       return (send as (...args: unknown[]) => Promise<unknown>)(method, params, ...rest);
     };
@@ -169,17 +170,30 @@ describe('batched submission through one relayer submitter', function () {
         const count = await fitBatch(api, relayer, callHexes, max);
         return { count, asked: weightAsked.length - before };
       };
-      expect(await asked(Array(8).fill(remark(100)))).to.deep.equal({ count: 8, asked: 1 });
-      // covered: as many calls or fewer, as many bytes or fewer, of the same kind
+      // a kind's first question is about its largest batch: `max` copies of the longest call, which covers this one
+      expect(await asked([remark(100), remark(40), remark(100)])).to.deep.equal({ count: 3, asked: 1 });
+      expect(weightAsked.at(-1), 'the largest batch asked about').to.be.above(100 * 100);
+      // covered by it: as many calls or fewer, as many bytes or fewer, of the same kind, up to `max`
       expect(await asked(Array(8).fill(remark(100)))).to.deep.equal({ count: 8, asked: 0 });
-      expect(await asked(Array(5).fill(remark(60)))).to.deep.equal({ count: 5, asked: 0 });
-      // not covered: more calls, longer calls, another kind, or kinds mixed
-      expect(await asked(Array(9).fill(remark(100)))).to.deep.equal({ count: 9, asked: 1 });
-      expect(await asked(Array(8).fill(remark(200)))).to.deep.equal({ count: 8, asked: 1 });
+      expect(await asked(Array(100).fill(remark(100)))).to.deep.equal({ count: 100, asked: 0 });
+      expect(await asked(Array(150).fill(remark(60)))).to.deep.equal({ count: 100, asked: 0 });
+      // not covered: more bytes than any batch asked about, more calls than it (a larger max), another kind, kinds
+      // mixed; each asked alone (the largest of a kind is asked about once), then remembered
+      expect(await asked(Array(100).fill(remark(200)))).to.deep.equal({ count: 100, asked: 1 });
+      expect(await asked(Array(60).fill(remark(300)))).to.deep.equal({ count: 60, asked: 0 });
+      expect(await asked(Array(101).fill(remark(100)), 200)).to.deep.equal({ count: 101, asked: 1 });
+      expect(await asked(Array(101).fill(remark(100)), 200)).to.deep.equal({ count: 101, asked: 0 });
       const other = api.tx.system.remarkWithEvent('0x01').method.toHex();
       expect(await asked([other, other])).to.deep.equal({ count: 2, asked: 1 });
+      expect(await asked(Array(100).fill(other))).to.deep.equal({ count: 100, asked: 0 });
       expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
       expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
+      // a kind of long calls: its largest is as many as the block length holds (found without asking), asked once
+      const nested = api.tx.utility.batch([api.tx.system.remark(`0x${'ab'.repeat(400_000)}`)]).method.toHex();
+      expect(await asked([nested, nested])).to.deep.equal({ count: 2, asked: 1 });
+      const most = await asked(Array(10).fill(nested));
+      expect(most).to.deep.include({ asked: 0 });
+      expect(most.count).to.be.within(3, 9);
       // a batch over the block length is halved without asking; the part that fits is asked once, then remembered
       const long = api.tx.system.remark(`0x${'ef'.repeat(1_000_000)}`).method.toHex();
       const first = await asked(Array(10).fill(long));

@@ -1,6 +1,7 @@
 import type { ApiPromise } from '@polkadot/api';
 import type { SubmittableExtrinsic } from '@polkadot/api/types';
 import type { KeyringPair } from '@polkadot/keyring/types';
+import type { Call } from '@polkadot/types/interfaces';
 
 /** Share of the runtime's per-extrinsic weight and block length one batch may take. */
 const BATCH_SHARE = 0.75;
@@ -10,8 +11,14 @@ const BATCH_SHARE = 0.75;
  * (whose stopped items are sent again).
  */
 export function batchOf(api: ApiPromise, callHexes: readonly string[]): SubmittableExtrinsic<'promise'> {
-  const calls = callHexes.map((hex) => api.createType('Call', hex));
-  return api.tx.utility.forceBatch ? api.tx.utility.forceBatch(calls) : api.tx.utility.batch(calls);
+  return batchOfCalls(
+    api,
+    callHexes.map((hex) => api.createType('Call', hex)),
+  );
+}
+
+function batchOfCalls(api: ApiPromise, calls: readonly Call[]): SubmittableExtrinsic<'promise'> {
+  return api.tx.utility.forceBatch ? api.tx.utility.forceBatch([...calls]) : api.tx.utility.batch([...calls]);
 }
 
 /** A batch of one kind of call the runtime took: a batch of that kind, no more calls and no more bytes, fits too. */
@@ -43,11 +50,13 @@ interface Limits {
  * The length is the extrinsic's own; the weight is the runtime's answer (`paymentInfo`), asked only when no
  * batch seen before covers this one: a batch of calls all of one kind (the same pallet and call index) weighs
  * no more than a batch of that kind, under the same runtime version, with at least as many calls and at least
- * as many bytes of calls, since each call's weight grows with its length. That answer cost each round of the
- * submitter 100–150 ms of the node's time, and 0.4 to 0.6 s under a burst, where the node executes it beside its
- * block building (`docs/performance.md`, sections 7 and 26). So the first question about a kind is about its largest
- * batch (`askLargest`): a burst's batches grow, and each larger than any before was asked about in turn. A batch
- * mixing kinds is always asked.
+ * as many bytes of calls, since each call's weight grows with its length. That holds for the calls the service
+ * batches, its dialects' (fixed-shape `ats` calls, each kind its own; remarks, whose weight follows their length);
+ * not for calls that wrap others or whose weight follows an argument's value, which it never batches. That answer
+ * cost each round of the submitter 100–150 ms of the node's time, and 0.4 to 0.6 s under a burst, where chopsticks
+ * executes it on the thread that builds its blocks (`docs/performance.md`, sections 7 and 26). So a kind's first
+ * question, in a process, is about its largest batch (`askLargest`): a burst's batches grow, and each larger than any
+ * before was asked about in turn. A batch mixing kinds is always asked.
  */
 export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], max: number): Promise<number> {
   const consts = api.consts as unknown as Record<string, Record<string, any> | undefined>;
@@ -69,21 +78,31 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
       const kind = kindOf(api, calls);
       const batch = { count, bytes: calls.reduce((sum, hex) => sum + hex.length, 0) / 2 };
       if (known(kind, batch)) break;
-      if (kind !== undefined && (await askLargest(api, relayer, kind, calls, limits, remember)) && known(kind, batch)) break;
-      if (refTime((await tx.paymentInfo(relayer)).weight) <= limits.weight) {
+      if (kind !== undefined) {
+        // unanswered, the question about this batch alone follows, as it would have
+        await askLargest(api, relayer, kind, calls, limits, remember).catch(() => undefined);
+        if (known(kind, batch)) break;
+      }
+      const weight = refTime((await tx.paymentInfo(relayer)).weight);
+      if (weight <= limits.weight) {
         if (kind !== undefined) remember(kind, batch);
         break;
       }
-    }
-    count = Math.floor(count / 2);
+      count = Math.max(1, Math.min(count - 1, asManyAsFit(count, weight, limits))); // one call always goes
+    } else count = Math.floor(count / 2);
   }
   return count;
 }
 
+/** How many calls of a batch of `count` that weighs `weight` would fit, its weight shared among them, a little under. */
+const asManyAsFit = (count: number, weight: number, limits: Limits) => Math.floor(((count * limits.weight) / weight) * 0.98);
+
 /**
  * Asks the runtime, once per connection and kind, about the kind's largest batch: as many copies of the longest of
- * these calls as one batch may carry, halved until its length fits (no question for that). Remembered when it fits:
- * it covers every batch of the kind with no more calls and no more bytes. True when it was answered now.
+ * these calls as one batch may carry and its length holds. When that is too heavy, once more about as many as its
+ * answer says fit (its weight shared among its calls). What fits is remembered: it covers every batch of the kind with
+ * no more calls and no more bytes. A question unanswered (the node away, a refusal) ends the asking for the kind: its
+ * batches are then asked about one by one, as before, and a node that fails such questions fails those too.
  */
 async function askLargest(
   api: ApiPromise,
@@ -92,26 +111,20 @@ async function askLargest(
   calls: readonly string[],
   limits: Limits,
   remember: (kind: string, batch: Fitted) => void,
-): Promise<boolean> {
+): Promise<void> {
   const asked = askedLargest.get(api) ?? askedLargest.set(api, new Set()).get(api)!;
-  if (asked.has(kind)) return false;
-  asked.add(kind);
+  if (asked.has(kind)) return;
   const longest = calls.reduce((a, b) => (b.length > a.length ? b : a));
-  // no more copies than the length could hold (less the extrinsic's envelope), so that long calls are not built in thousands
-  const fitsLength = Math.floor((limits.length - ENVELOPE_BYTES) / (longest.length / 2));
-  for (let count = Math.min(limits.calls, fitsLength); count > calls.length; count = Math.floor(count / 2)) {
-    const tx = batchOf(api, Array<string>(count).fill(longest));
-    if (tx.encodedLength > limits.length) continue;
-    try {
-      if (refTime((await tx.paymentInfo(relayer)).weight) <= limits.weight) remember(kind, { count, bytes: (count * longest.length) / 2 });
-      return true;
-    } catch {
-      // unanswered (a dropped connection): asked again at the kind's next question; this batch is asked about alone
-      asked.delete(kind);
-      return false;
-    }
+  const call = api.createType('Call', longest); // decoded once, the same call repeated
+  const bytes = longest.length / 2;
+  // no more copies than the length holds, less more than the extrinsic's envelope: long calls are never built by the thousand
+  let count = Math.min(limits.calls, Math.floor((limits.length - ENVELOPE_BYTES) / bytes));
+  for (let question = 0; question < 2 && count > calls.length; question++) {
+    asked.add(kind);
+    const weight = refTime((await batchOfCalls(api, Array<Call>(count).fill(call)).paymentInfo(relayer)).weight);
+    if (weight <= limits.weight) return remember(kind, { count, bytes: count * bytes });
+    count = asManyAsFit(count, weight, limits);
   }
-  return false;
 }
 
 const covers = (a: Fitted, b: Fitted) => b.count <= a.count && b.bytes <= a.bytes;

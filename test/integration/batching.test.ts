@@ -183,17 +183,25 @@ describe('batched submission through one relayer submitter', function () {
       expect(await asked(Array(60).fill(remark(300)))).to.deep.equal({ count: 60, asked: 0 });
       expect(await asked(Array(101).fill(remark(100)), 200)).to.deep.equal({ count: 101, asked: 1 });
       expect(await asked(Array(101).fill(remark(100)), 200)).to.deep.equal({ count: 101, asked: 0 });
-      const other = api.tx.system.remarkWithEvent('0x01').method.toHex();
+      const other = api.tx.balances.transferKeepAlive(relayer.address, 1).method.toHex();
       expect(await asked([other, other])).to.deep.equal({ count: 2, asked: 1 });
       expect(await asked(Array(100).fill(other))).to.deep.equal({ count: 100, asked: 0 });
       expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
       expect(await asked([remark(1), other])).to.deep.equal({ count: 2, asked: 1 });
       // a kind of long calls: its largest is as many as the block length holds (found without asking), asked once
-      const nested = api.tx.utility.batch([api.tx.system.remark(`0x${'ab'.repeat(400_000)}`)]).method.toHex();
-      expect(await asked([nested, nested])).to.deep.equal({ count: 2, asked: 1 });
-      const most = await asked(Array(10).fill(nested));
+      const longer = api.tx.system.remarkWithEvent(`0x${'ab'.repeat(400_000)}`).method.toHex();
+      expect(await asked([longer, longer])).to.deep.equal({ count: 2, asked: 1 });
+      const most = await asked(Array(10).fill(longer));
       expect(most).to.deep.include({ asked: 0 });
       expect(most.count).to.be.within(3, 9);
+      // a kind too heavy for its largest (the utility pallet's 10,922 calls): asked once more, about as many as that
+      // answer says fit, which covers the batches after; a batch too heavy of its own is cut the same way
+      const heavy = api.tx.balances.transfer!(relayer.address, 1).method.toHex();
+      expect(await asked([heavy, heavy], 100_000)).to.deep.equal({ count: 2, asked: 2 });
+      const heaviest = await asked(Array(20_000).fill(heavy), 100_000);
+      expect(heaviest.asked).to.equal(1);
+      expect(heaviest.count).to.be.within(100, 10_000);
+      expect(await asked(Array(heaviest.count).fill(heavy), 100_000)).to.deep.equal({ count: heaviest.count, asked: 0 });
       // a batch over the block length is halved without asking; the part that fits is asked once, then remembered
       const long = api.tx.system.remark(`0x${'ef'.repeat(1_000_000)}`).method.toHex();
       const first = await asked(Array(10).fill(long));

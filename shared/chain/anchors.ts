@@ -9,14 +9,14 @@ import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
-import { accountNonceAt, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
+import { accountNonceAt, AlreadyImported, signBatch, submitAndWatch, WatchLost, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, finalizedBlockNumber, finalizedHead, HeadWatches, waitFinalized } from './heads';
 
 export type { AnchorRequest } from './dialect';
 export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
-export { ERA_PERIOD, SubmissionRejected, WatchLost, type SignedBatch } from './submit';
+export { AlreadyImported, ERA_PERIOD, SubmissionRejected, WatchLost, type SignedBatch } from './submit';
 
 /** Extrinsics whose finalized blocks looked through are remembered (`find`); a batch's each, while it is on its way. */
 const LOOKED_THROUGH_KEPT = 1000;
@@ -184,16 +184,50 @@ export class AnchorService {
 
   /**
    * Sends the signed bytes and resolves once they are in a block (or rejects with the pool's reason).
-   * Sending the same bytes twice can never include them twice: the relayer nonce is part of them.
+   * Sending the same bytes twice can never include them twice: the relayer nonce is part of them. Bytes the node
+   * answers it holds already (1013: sent before, their watch gone with its connection) are followed into their block.
    */
-  async submit(network: Network, hex: string, timeoutMs = 120_000): Promise<Inclusion> {
+  async submit(network: Network, batch: Pick<SignedBatch, 'hex' | 'hash' | 'signedAtBlock'>, timeoutMs = 120_000): Promise<Inclusion> {
     const via = await this.chains.watchVia(network);
     const watched = new AbortController();
     try {
       const locate = (blockHash: string, hash: string) => this.outcome(network, blockHash, hash);
-      return await submitAndWatch(via, hex, timeoutMs, locate, this.lost(via, network, hex, timeoutMs, watched.signal));
+      const lost = this.lost(via, network, batch.hex, timeoutMs, watched.signal);
+      return await submitAndWatch(via, batch.hex, timeoutMs, locate, lost).catch((err: Error) => {
+        if (!(err instanceof AlreadyImported)) throw err;
+        return this.followHeld(via.api, network, batch, Date.now() + timeoutMs, lost, watched.signal);
+      });
     } finally {
       watched.abort();
+    }
+  }
+
+  /**
+   * Bytes the node holds, followed without a watch (it gives none with 1013): looked for on the canonical chain from
+   * their era's birth at every new best block, until found, until the node has lost them (`lost`, with why), or until
+   * `deadline`. A resend of them used to be looked for again only at a later round of the submitter, sent again each time.
+   */
+  private async followHeld(
+    api: ApiPromise,
+    network: Network,
+    batch: Pick<SignedBatch, 'hash' | 'signedAtBlock'>,
+    deadline: number,
+    lost: Promise<string>,
+    signal: AbortSignal,
+  ): Promise<Inclusion> {
+    const heads = this.heads.of(api, network, 'best');
+    let gone: string | undefined;
+    lost.then(
+      (why) => (gone = why),
+      () => undefined,
+    );
+    for (;;) {
+      const best = await bestBlockNumber(api);
+      const found = await this.find(network, batch.hash, batch.signedAtBlock);
+      if (found) return found;
+      if (gone !== undefined) throw new WatchLost(gone);
+      await Promise.race([heads.reached(best + 1, Math.max(1, deadline - Date.now()), signal), lost]);
+      if (Date.now() >= deadline) throw new Error('timed out waiting for inclusion');
     }
   }
 

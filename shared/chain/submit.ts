@@ -133,7 +133,7 @@ export class WatchLost extends Error {
  * they may still be included; otherwise (refused as they were sent) they can only be included if sent again.
  */
 export class SubmissionRejected extends Error {
-  override readonly name = 'SubmissionRejected';
+  override readonly name: string = 'SubmissionRejected';
   constructor(
     message: string,
     readonly mayStillLand = false,
@@ -152,6 +152,18 @@ export function classifySubmitError(err: Error): Error {
   if (/^101[014]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
     return new SubmissionRejected(err.message);
   }
-  if (/^101[23]|Temporarily Banned|Already Imported/i.test(err.message)) return new SubmissionRejected(err.message, true);
+  if (/^1013|Already Imported/i.test(err.message)) return new AlreadyImported(err.message);
+  if (/^1012|Temporarily Banned/i.test(err.message)) return new SubmissionRejected(err.message, true);
   return err;
+}
+
+/**
+ * 1013: the node's pool holds these very bytes now (an earlier send's, whose watch went with its connection). No watch
+ * comes with this answer: the caller follows the bytes itself (`AnchorService.submit`).
+ */
+export class AlreadyImported extends SubmissionRejected {
+  override readonly name = 'AlreadyImported';
+  constructor(message: string) {
+    super(message, true);
+  }
 }

@@ -241,7 +241,11 @@ export class RelayerSubmitter {
     let inclusion = checkChainFirst ? await this.anchors.find(network, submission.txHash, submission.signedAtBlock) : undefined;
     if (!inclusion) {
       try {
-        inclusion = await this.anchors.submit(network, submission.extrinsicHex);
+        inclusion = await this.anchors.submit(network, {
+          hex: submission.extrinsicHex,
+          hash: submission.txHash,
+          signedAtBlock: submission.signedAtBlock,
+        });
       } catch (err) {
         // Read the finalized head and the relayer's nonce in its state first, then look for the bytes: if they are not
         // in a block now, a finalized height past the era or a finalized nonce past ours means no fork can carry them.

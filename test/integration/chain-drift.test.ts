@@ -11,15 +11,9 @@ import { AnchorService } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter, relayerLockKey } from '../../shared/transactions/submitter';
 import type { Network } from '../../shared/config';
+import { DiesBeforeSending } from '../helpers/anchor-faults';
 import { unfinalNonces } from '../../shared/transactions/submissions-repo';
 import { allocateNonces } from '../../shared/chain/nonces';
-
-/** Fault injection: the worker dies after signing and storing the batch, before its bytes reach the node. */
-class DiesBeforeSending extends AnchorService {
-  override async submit(_network: Network, _hex: string): Promise<never> {
-    throw new Error('worker died before sending');
-  }
-}
 
 /**
  * Fault injection: the relayer's advisory lock is lost while a round fits its batch (the backend of the connection

@@ -7,14 +7,7 @@ import { testServices } from '../helpers/services';
 import { AnchorService, ERA_PERIOD } from '../../shared/chain/anchors';
 import { advanceTransaction } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
-import type { Network } from '../../shared/config';
-
-/** Fault injection: the worker dies after signing and storing the batch, before its bytes reach the node. */
-class DiesBeforeSending extends AnchorService {
-  override async submit(_network: Network, _hex: string): Promise<never> {
-    throw new Error('worker died before sending');
-  }
-}
+import { DiesBeforeSending } from '../helpers/anchor-faults';
 
 describe('an extrinsic that outlives its mortal era unincluded', function () {
   this.timeout(180_000);

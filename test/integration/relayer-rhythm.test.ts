@@ -7,7 +7,7 @@ import { quote } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import { relayerAddress } from '../../shared/chain/keys';
-import { AnchorService, SILENT_BLOCKS } from '../../shared/chain/anchors';
+import { AnchorService, SILENT_BLOCKS, WatchLost } from '../../shared/chain/anchors';
 import { expectExactlyOnce } from '../helpers/exactly-once';
 import { outcomeIn } from '../../shared/chain/inclusion';
 
@@ -204,13 +204,19 @@ describe('relayer batches between blocks', function () {
     await expectExactlyOnce(app.context, api, org, [id], height + 1);
   });
 
-  it(`a batch its pool holds past ${SILENT_BLOCKS} blocks (a congested chain's) is watched on, not sent again`, async () => {
+  /** A relayer batch of one remark signed and sent by an AnchorService of the test's own, in the pool now, and its watch. */
+  const remarkInPool = async (remark: string) => {
     const anchors = new AnchorService(app.context.chains);
     const nonce = (await api.rpc.system.accountNextIndex(await relayerAddress(relayerSeed))).toNumber();
-    const batch = await anchors.signBatch('testnet', [api.tx.system.remarkWithEvent('0x00').method.toHex()], nonce);
+    const batch = await anchors.signBatch('testnet', [api.tx.system.remarkWithEvent(remark).method.toHex()], nonce);
     const height = await best();
-    const watched = anchors.submit('testnet', batch.hex);
+    const watched = anchors.submit('testnet', batch);
     await inPoolAgain();
+    return { anchors, batch, height, watched };
+  };
+
+  it(`a batch its pool holds past ${SILENT_BLOCKS} blocks (a congested chain's) is watched on, not sent again`, async () => {
+    const { height, watched } = await remarkInPool('0x00');
     // blocks full of others, past the count at which the pool is asked for it, short of the next count (a pool asked
     // just as the bytes leave it for their block finds them in neither: the submitter then finds them on chain)
     const full = SILENT_BLOCKS + SILENT_BLOCKS / 2;
@@ -219,5 +225,61 @@ describe('relayer batches between blocks', function () {
     await chain.newBlock();
     const inclusion = await watched;
     expect(inclusion.blockNumber, 'heard by the watch it was sent with').to.equal(height + full + 1);
+  });
+
+  // a Substrate node answers a submission of bytes its pool holds already with 1013 and no watch (the local chain's
+  // harness too): the bytes must be followed into their block by other means
+  it('bytes sent again while the pool holds them are answered "already imported", and followed into their block', async () => {
+    const { anchors, batch, height, watched: first } = await remarkInPool('0x01');
+    const answered = chain.alreadyImported.next();
+    const again = anchors.submit('testnet', batch);
+    await answered;
+    // a block without it first: the resend's following goes on past it
+    await chain.newBlock({ leavePool: true });
+    expect(await api.rpc.author.pendingExtrinsics(), 'one copy in the pool').to.have.length(1);
+    await chain.newBlock();
+    const [heard, followed] = await Promise.all([first, again]);
+    expect(followed.blockNumber, 'the resend found its bytes in their block').to.equal(height + 2);
+    expect(followed.blockHash).to.equal(heard.blockHash);
+    expect(followed.items.map((i) => i.status)).to.deep.equal(['ok']);
+  });
+
+  it('a batch sent again after its connection dropped, while the pool still holds it, lands once without being sent a third time', async () => {
+    const { org, id, height } = await oneInPool();
+    const answeredBefore = chain.alreadyImported.count;
+    const answered = chain.alreadyImported.next();
+    await chain.unreachableFor(500);
+    // the watch ended with its connection; once back, the submitter sends the same bytes again: the node holds them
+    await answered;
+    await reconnected();
+    await chain.newBlock({ leavePool: true });
+    await chain.newBlock({ leavePool: true });
+    expect(await api.rpc.author.pendingExtrinsics(), 'one copy, still in the pool').to.have.length(1);
+    await chain.newBlock();
+    const [landed] = await finalized([id], 'the batch followed into its block, recorded and finalized');
+    expect(Number(landed!.block_number)).to.equal(height + 3);
+    expect(chain.alreadyImported.count - answeredBefore, 'sent again once, then followed, not sent again each round').to.equal(1);
+    const job = await jobReaches(app.context.queues.chain, id, 'completed');
+    expect([job.attemptsMade, job.failedReason], 'one run, never failed').to.deep.equal([1, undefined]);
+    await expectExactlyOnce(app.context, api, org, [id], height + 3);
+  });
+
+  it(`bytes followed after "already imported" that the node then loses are given up on after ${SILENT_BLOCKS} blocks, as a watch's are`, async () => {
+    const { anchors, batch, watched: first } = await remarkInPool('0x02');
+    const answered = chain.alreadyImported.next();
+    const again = anchors.submit('testnet', batch);
+    await answered;
+    chain.losePool();
+    for (let i = 0; i < SILENT_BLOCKS; i++) await chain.newBlock();
+    const [watchEnded, followEnded] = await Promise.all(
+      [first, again].map((p) =>
+        p.then(
+          () => undefined,
+          (err: Error) => err,
+        ),
+      ),
+    );
+    expect(watchEnded, 'the watch it was sent with').to.be.instanceOf(WatchLost);
+    expect(followEnded, 'the following of the resend: for the submitter to look for it and send it again').to.be.instanceOf(WatchLost);
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifySubmitError, SubmissionRejected } from '../../shared/chain/submit';
+import { AlreadyImported, classifySubmitError, SubmissionRejected } from '../../shared/chain/submit';
 
 /** What the node's refusals of a submission mean for the bytes: gone for good, or perhaps still landing. */
 describe('a refused submission, classified', () => {
@@ -25,6 +25,11 @@ describe('a refused submission, classified', () => {
       expect((err as SubmissionRejected).mayStillLand).to.equal(true);
     });
   }
+
+  it('"1013: Transaction Already Imported" alone says the pool holds the bytes now: they are to be followed', () => {
+    expect(classify('1013: Transaction Already Imported')).to.be.instanceOf(AlreadyImported);
+    expect(classify('1012: Transaction is temporarily banned')).not.to.be.instanceOf(AlreadyImported);
+  });
 
   it('anything else (a connection error) is not a refusal', () => {
     const err = classify('disconnected from ws://127.0.0.1:9944: 1006:: Abnormal Closure');

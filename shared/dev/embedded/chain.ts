@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { EventEmitter, once } from 'node:events';
 import { withProcessEnv, type Env } from '../../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
 import { createRequire } from 'node:module';
@@ -19,6 +20,11 @@ export interface ChainHandle {
    * reading when it went away (tests): resolves once it has arrived. The next `unreachableFor` fails it.
    */
   holdNextSubmission(): Promise<void>;
+  /**
+   * Submissions answered 1013 "Transaction Already Imported" (the pool held the very bytes), counted since the start,
+   * and a promise of the next such answer (tests).
+   */
+  readonly alreadyImported: { readonly count: number; next(): Promise<void> };
   stop(): Promise<void>;
 }
 
@@ -62,12 +68,16 @@ export function localChainSettings(env: Env, blocks: 'instant' | number): Env {
 
 /**
  * A real Substrate runtime, locally: chopsticks executing Rococo Asset Hub's runtime from the raw chain
- * spec shipped in @substrate/connect-known-chains, bound to 127.0.0.1, with the relayer funded at genesis.
+ * spec shipped in @substrate/connect-known-chains, bound to 127.0.0.1, with the relayer funded at genesis. A resend
+ * of bytes its pool holds is answered as a Substrate node answers it (`setupAsSubstrate`).
  */
 export async function startLocalChain(options: LocalChainOptions): Promise<ChainHandle> {
   const chopsticks = loadChopsticks();
   const spec = JSON.parse(rococo_v2_2_asset_hub) as Record<string, unknown>;
-  const context = await chopsticks.setupWithServer({
+  const alreadyImported = new EventEmitter();
+  let answeredAlreadyImported = 0;
+  alreadyImported.on('answered', () => (answeredAlreadyImported += 1));
+  const context = await setupAsSubstrate(alreadyImported, {
     genesis: spec as never,
     host: '127.0.0.1',
     port: 0,
@@ -106,6 +116,12 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
       front = await frontDoor(context.addr, port);
     },
     losePool: () => context.chain.txPool.clear(),
+    alreadyImported: {
+      get count() {
+        return answeredAlreadyImported;
+      },
+      next: () => once(alreadyImported, 'answered').then(() => undefined),
+    },
     holdNextSubmission: () =>
       new Promise<void>((arrived) => {
         chain.submitExtrinsic = () => {
@@ -124,6 +140,48 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
         await chopsticks.destroyWorker();
       })();
       return stopped;
+    },
+  };
+}
+
+type Chopsticks = typeof import('@acala-network/chopsticks');
+type Context = Awaited<ReturnType<Chopsticks['setupWithServer']>>;
+type Handler = (request: { method: string; params?: unknown[] }, subscriptions: unknown) => Promise<unknown>;
+
+const SUBMISSIONS = new Set(['author_submitExtrinsic', 'author_submitAndWatchExtrinsic']);
+
+/**
+ * chopsticks' `setupWithServer`, its server answering as a Substrate node where chopsticks does not: bytes its pool
+ * holds already, submitted again, are refused with 1013 "Transaction Already Imported" (a second copy used to join the
+ * pool and fail in the block). `alreadyImported` emits 'answered' at each such answer. Loaded after `loadChopsticks`,
+ * its parts share that quiet load.
+ */
+async function setupAsSubstrate(alreadyImported: EventEmitter, argv: Record<string, unknown>): Promise<Context> {
+  const from = createRequire(require.resolve('@acala-network/chopsticks'));
+  const { setupContext } = from('@acala-network/chopsticks/context') as { setupContext(argv: unknown): Promise<Context> };
+  const { createServer } = from('@acala-network/chopsticks/server') as {
+    createServer(handler: Handler, port: number, host: string): Promise<{ addr: string; close(): Promise<void> }>;
+  };
+  const { handler } = from('@acala-network/chopsticks/rpc/index') as { handler(context: Context): Handler };
+  const { ResponseError } = from('@acala-network/chopsticks-core') as { ResponseError: new (code: number, message: string) => Error };
+  const context = await setupContext(argv);
+  const answer = handler(context);
+  const substrate: Handler = (request, subscriptions) => {
+    const bytes = String(request.params?.[0] ?? '').toLowerCase();
+    if (SUBMISSIONS.has(request.method) && context.chain.txPool.pendingExtrinsics.some((held) => held.toLowerCase() === bytes)) {
+      alreadyImported.emit('answered');
+      return Promise.reject(new ResponseError(1013, 'Transaction Already Imported'));
+    }
+    return answer(request, subscriptions);
+  };
+  const server = await createServer(substrate, argv.port as number, argv.host as string);
+  return {
+    ...context,
+    addr: server.addr,
+    async close() {
+      await context.chain.close();
+      await (context as { fetchStorageWorker?: { terminate(): Promise<unknown> } }).fetchStorageWorker?.terminate();
+      await server.close();
     },
   };
 }
@@ -158,8 +216,6 @@ async function frontDoor(target: string, port: number): Promise<{ port: number; 
       }),
   };
 }
-
-type Chopsticks = typeof import('@acala-network/chopsticks');
 
 /**
  * chopsticks reads LOG_LEVEL once, when first loaded, and would log every block at info; load it quietly.

@@ -9,7 +9,7 @@ import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
 import { fitBatch } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
-import { accountNonceAt, AlreadyImported, signBatch, submitAndWatch, WatchLost, type SignedBatch, type WatchVia } from './submit';
+import { accountNonceAt, AlreadyImported, followHeld, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
 import { bestBlockNumber, blockHashAt, finalizedBlockNumber, finalizedHead, HeadWatches, waitFinalized } from './heads';
 
@@ -195,39 +195,12 @@ export class AnchorService {
       const lost = this.lost(via, network, batch.hex, timeoutMs, watched.signal);
       return await submitAndWatch(via, batch.hex, timeoutMs, locate, lost).catch((err: Error) => {
         if (!(err instanceof AlreadyImported)) throw err;
-        return this.followHeld(via.api, network, batch, Date.now() + timeoutMs, lost, watched.signal);
+        const heads = this.heads.of(via.api, network, 'best');
+        const find = () => this.find(network, batch.hash, batch.signedAtBlock);
+        return followHeld({ api: via.api, heads, find }, Date.now() + timeoutMs, lost, watched.signal);
       });
     } finally {
       watched.abort();
-    }
-  }
-
-  /**
-   * Bytes the node holds, followed without a watch (it gives none with 1013): looked for on the canonical chain from
-   * their era's birth at every new best block, until found, until the node has lost them (`lost`, with why), or until
-   * `deadline`. A resend of them used to be looked for again only at a later round of the submitter, sent again each time.
-   */
-  private async followHeld(
-    api: ApiPromise,
-    network: Network,
-    batch: Pick<SignedBatch, 'hash' | 'signedAtBlock'>,
-    deadline: number,
-    lost: Promise<string>,
-    signal: AbortSignal,
-  ): Promise<Inclusion> {
-    const heads = this.heads.of(api, network, 'best');
-    let gone: string | undefined;
-    lost.then(
-      (why) => (gone = why),
-      () => undefined,
-    );
-    for (;;) {
-      const best = await bestBlockNumber(api);
-      const found = await this.find(network, batch.hash, batch.signedAtBlock);
-      if (found) return found;
-      if (gone !== undefined) throw new WatchLost(gone);
-      await Promise.race([heads.reached(best + 1, Math.max(1, deadline - Date.now()), signal), lost]);
-      if (Date.now() >= deadline) throw new Error('timed out waiting for inclusion');
     }
   }
 

@@ -1,6 +1,7 @@
 import type { ApiPromise, WsProvider } from '@polkadot/api';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import { batchOf } from './batch';
+import type { HeightWatch } from './heads';
 
 /** Blocks an extrinsic stays valid for (mortal era). */
 export const ERA_PERIOD = 64;
@@ -115,6 +116,61 @@ export function submitAndWatch<T>(
       finish(() => reject(err));
     }
   });
+}
+
+/** What following sent bytes without a watch needs: the connection, its best heads, and a look for the bytes on chain. */
+export interface Follow<T> {
+  readonly api: ApiPromise;
+  readonly heads: HeightWatch;
+  /** Looks for the bytes on the canonical chain (from their era's birth); undefined while they are in no block. */
+  readonly find: () => Promise<T | undefined>;
+}
+
+/**
+ * Bytes the node holds, followed without a watch (it gives none with 1013, `AlreadyImported`): looked for at every new
+ * best block until found; until the node has lost them (`lost`, with why; a count that failed ends nothing, as for a
+ * watch) or its connection dropped and came back (a restart may have lost its pool), either with WatchLost, for the
+ * caller to look and send again; or until `deadline`. `signal` ends the listening (the caller aborts it when done).
+ * A resend of them used to be looked for again only at later rounds of the submitter, sent again each time.
+ */
+export async function followHeld<T>(
+  { api, heads, find }: Follow<T>,
+  deadline: number,
+  lost: Promise<string>,
+  signal: AbortSignal,
+): Promise<T> {
+  let gone: string | undefined;
+  const quiet = lost.then(
+    (why) => void (gone = why),
+    () => new Promise<never>(() => undefined),
+  );
+  let dropped = false;
+  const ended = new Promise<never>((_, reject) => {
+    const onDisconnected = () => (dropped = true);
+    const onConnected = () => dropped && reject(new WatchLost('the connection to the node dropped while the extrinsic was followed'));
+    const timer = setTimeout(() => reject(new Error('timed out waiting for inclusion')), Math.max(1, deadline - Date.now()));
+    api.on('disconnected', onDisconnected);
+    api.on('connected', onConnected);
+    signal.addEventListener(
+      'abort',
+      () => (clearTimeout(timer), api.off('disconnected', onDisconnected), api.off('connected', onConnected)),
+    );
+  });
+  ended.catch(() => undefined);
+  // strictly higher each time: a best chain gone back to a shorter fork is not looked through in a loop
+  for (let next = 0; ;) {
+    try {
+      const best = (await api.rpc.chain.getHeader()).number.toNumber();
+      const found = await find();
+      if (found) return found;
+      next = Math.max(next + 1, best + 1);
+    } catch (err) {
+      if (!dropped) throw err;
+      await ended; // a question that failed with the connection: as a watch whose connection dropped, once it is back
+    }
+    if (gone !== undefined) throw new WatchLost(gone);
+    await Promise.race([heads.reached(next, Math.max(1, deadline - Date.now()), signal), quiet, ended]);
+  }
 }
 
 /**

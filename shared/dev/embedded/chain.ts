@@ -77,7 +77,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   const alreadyImported = new EventEmitter();
   let answeredAlreadyImported = 0;
   alreadyImported.on('answered', () => (answeredAlreadyImported += 1));
-  const context = await setupAsSubstrate(alreadyImported, {
+  const beingBuilt = new Set<string>();
+  const context = await setupAsSubstrate(alreadyImported, beingBuilt, {
     genesis: spec as never,
     host: '127.0.0.1',
     port: 0,
@@ -91,8 +92,15 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   let building: Promise<unknown> = Promise.resolve();
   const build = async (askedAt: number, leavePool = false) => {
     const startedAt = Date.now();
-    const block = await context.chain.newBlock(leavePool ? { transactions: [] } : undefined);
-    options.onBlock?.({ number: block.number, askedAt, startedAt, builtAt: Date.now() });
+    // what the block takes from the pool is still held while it is built, as a Substrate node's pool holds it until import
+    const taking = leavePool ? [] : context.chain.txPool.pendingExtrinsics;
+    for (const bytes of taking) beingBuilt.add(bytes);
+    try {
+      const block = await context.chain.newBlock(leavePool ? { transactions: [] } : undefined);
+      options.onBlock?.({ number: block.number, askedAt, startedAt, builtAt: Date.now() });
+    } finally {
+      for (const bytes of taking) beingBuilt.delete(bytes);
+    }
   };
   const newBlock = (options?: { readonly leavePool?: boolean }) => {
     const askedAt = Date.now();
@@ -152,11 +160,15 @@ const SUBMISSIONS = new Set(['author_submitExtrinsic', 'author_submitAndWatchExt
 
 /**
  * chopsticks' `setupWithServer`, its server answering as a Substrate node where chopsticks does not: bytes its pool
- * holds already, submitted again, are refused with 1013 "Transaction Already Imported" (a second copy used to join the
- * pool and fail in the block). `alreadyImported` emits 'answered' at each such answer. Loaded after `loadChopsticks`,
+ * holds already, or a block being built took from it (`beingBuilt`), submitted again, are refused with 1013
+ * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits 'answered' at each such answer. Loaded after `loadChopsticks`,
  * its parts share that quiet load.
  */
-async function setupAsSubstrate(alreadyImported: EventEmitter, argv: Record<string, unknown>): Promise<Context> {
+async function setupAsSubstrate(
+  alreadyImported: EventEmitter,
+  beingBuilt: ReadonlySet<string>,
+  argv: Record<string, unknown>,
+): Promise<Context> {
   const from = createRequire(require.resolve('@acala-network/chopsticks'));
   const { setupContext } = from('@acala-network/chopsticks/context') as { setupContext(argv: unknown): Promise<Context> };
   const { createServer } = from('@acala-network/chopsticks/server') as {
@@ -167,8 +179,8 @@ async function setupAsSubstrate(alreadyImported: EventEmitter, argv: Record<stri
   const context = await setupContext(argv);
   const answer = handler(context);
   const substrate: Handler = (request, subscriptions) => {
-    const bytes = String(request.params?.[0] ?? '').toLowerCase();
-    if (SUBMISSIONS.has(request.method) && context.chain.txPool.pendingExtrinsics.some((held) => held.toLowerCase() === bytes)) {
+    const bytes = request.params?.[0] as `0x${string}`;
+    if (SUBMISSIONS.has(request.method) && (beingBuilt.has(bytes) || context.chain.txPool.pendingExtrinsics.includes(bytes))) {
       alreadyImported.emit('answered');
       return Promise.reject(new ResponseError(1013, 'Transaction Already Imported'));
     }

@@ -182,7 +182,10 @@ async function setupAsSubstrate(
     const bytes = request.params?.[0] as `0x${string}`;
     if (SUBMISSIONS.has(request.method) && (beingBuilt.has(bytes) || context.chain.txPool.pendingExtrinsics.includes(bytes))) {
       alreadyImported.emit('answered');
-      return Promise.reject(new ResponseError(1013, 'Transaction Already Imported'));
+      // chopsticks' server logs a refusal's stack at error level: one line instead, saying it is an ordinary answer
+      const refusal = new ResponseError(1013, 'Transaction Already Imported');
+      refusal.stack = '1013 Transaction Already Imported: a resend of bytes the pool holds (an ordinary answer)';
+      return Promise.reject(refusal);
     }
     return answer(request, subscriptions);
   };

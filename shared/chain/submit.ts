@@ -1,7 +1,7 @@
 import type { ApiPromise, WsProvider } from '@polkadot/api';
 import type { KeyringPair } from '@polkadot/keyring/types';
 import { batchOf } from './batch';
-import type { HeightWatch } from './heads';
+import { bestBlockNumber, type HeightWatch } from './heads';
 
 /** Blocks an extrinsic stays valid for (mortal era). */
 export const ERA_PERIOD = 64;
@@ -160,7 +160,7 @@ export async function followHeld<T>(
   // strictly higher each time: a best chain gone back to a shorter fork is not looked through in a loop
   for (let next = 0; ;) {
     try {
-      const best = (await api.rpc.chain.getHeader()).number.toNumber();
+      const best = await bestBlockNumber(api);
       const found = await find();
       if (found) return found;
       next = Math.max(next + 1, best + 1);

@@ -161,8 +161,8 @@ const SUBMISSIONS = new Set(['author_submitExtrinsic', 'author_submitAndWatchExt
 /**
  * chopsticks' `setupWithServer`, its server answering as a Substrate node where chopsticks does not: bytes its pool
  * holds already, or a block being built took from it (`beingBuilt`), submitted again, are refused with 1013
- * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits 'answered' at each such answer. Loaded after `loadChopsticks`,
- * its parts share that quiet load.
+ * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits
+ * 'answered' at each such answer. Loaded after `loadChopsticks`, its parts share that quiet load.
  */
 async function setupAsSubstrate(
   alreadyImported: EventEmitter,

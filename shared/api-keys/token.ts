@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -39,8 +39,9 @@ export function isWellFormedToken(token: string): boolean {
   return checksumOf(body) === token.slice(-CHECKSUM_LENGTH);
 }
 
+/** SHA-256 of the token, one-shot (`crypto.hash`: no Hash object per request). */
 export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  return hash('sha256', token, 'buffer');
 }
 
 /** The part of a token shown in listings (docs/api.md#api-keys: its first 16 characters). */

@@ -85,26 +85,30 @@ export function admitRegistration(app: RegistrationDeps, input: InitInput): Admi
 class RegistrationAdmission implements Admission<UploadJob> {
   readonly commands: Admission<UploadJob>['commands'];
   private readonly ttl: number;
+  private readonly createdAt: string;
+  private readonly uploadExpiresAt: string;
 
   constructor(
     private readonly app: RegistrationDeps,
     private readonly input: InitInput,
     private readonly jobId: string,
-    private readonly now: Date,
+    now: Date,
   ) {
     this.ttl = app.config.ttl.uploadSeconds;
+    this.createdAt = now.toISOString();
+    this.uploadExpiresAt = new Date(now.getTime() + this.ttl * 1000).toISOString();
     this.commands = jobStore(app).reserveCommands(this.session(ADMITTED.organizationId, ADMITTED.apiKeyId), this.ttl);
   }
 
+  /** The session is built again only when the key check did not write it (PostgreSQL answered). */
   async answer(principal: Principal, written: boolean): Promise<UploadJob> {
-    const session = this.session(principal.organizationId, principal.apiKeyId);
-    if (!written) await jobStore(this.app).reserve(session, this.ttl);
-    const url = await presign(this.app.storage, 'PUT', session.audioKey, this.ttl);
-    return { job_id: this.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
+    if (!written) await jobStore(this.app).reserve(this.session(principal.organizationId, principal.apiKeyId), this.ttl);
+    const url = await presign(this.app.storage, 'PUT', audioKey(principal.organizationId, this.jobId), this.ttl);
+    return { job_id: this.jobId, upload_url: url, upload_expires_at: this.uploadExpiresAt };
   }
 
   private session(organizationId: string, apiKeyId: string): UploadSession {
-    const { input, jobId, now } = this;
+    const { input, jobId } = this;
     return {
       jobId,
       kind: 'register',
@@ -116,8 +120,8 @@ class RegistrationAdmission implements Admission<UploadJob> {
       creators: input.creators,
       externalUserRef: input.external_user_ref ?? null,
       audioKey: audioKey(organizationId, jobId),
-      createdAt: now.toISOString(),
-      uploadExpiresAt: new Date(now.getTime() + this.ttl * 1000).toISOString(),
+      createdAt: this.createdAt,
+      uploadExpiresAt: this.uploadExpiresAt,
     };
   }
 }

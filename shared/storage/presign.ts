@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Storage } from './s3';
@@ -12,6 +12,22 @@ interface Endpoint {
   readonly putQuery: readonly (readonly [string, string])[];
   readonly region: string;
   readonly service: string;
+}
+
+interface SignedQuery {
+  /** What the query depends on besides the method: the date, the life and the credentials. */
+  readonly id: string;
+  readonly day: string;
+  readonly scope: string;
+  readonly canonical: string;
+  /** The query string up to the signature's value, and after it. */
+  readonly before: string;
+  readonly after: string;
+}
+
+interface Credentials {
+  readonly accessKeyId: string;
+  readonly sessionToken?: string;
 }
 
 interface SigningKey {
@@ -35,7 +51,8 @@ export type ObjectMethod = keyof typeof X_ID;
  * its bare signer (`S3RequestPresigner.presign`) clones the request and hashes the credentials to find its
  * cached signing key: 20–25 µs of an init's ~220 µs of CPU (`npm run bench -- api`, profile). Signing one PUT
  * with `host` as its only signed header is one SHA-256 and one HMAC once the day's signing key is known, so
- * this class does just that, with what depends only on the bucket (endpoint, region, service, the SDK's extra
+ * this class does just that (the query string, the same for every URL of one second, life and credentials, made
+ * once for them), with what depends only on the bucket (endpoint, region, service, the SDK's extra
  * query parameters) read once from a URL getSignedUrl made. The URLs are byte for byte the SDK's
  * (test/unit/presign.test.ts compares them, with and without a session token, across a change of
  * credentials and of day). Credentials are asked of the client's provider on every URL, so rotation holds.
@@ -43,6 +60,10 @@ export type ObjectMethod = keyof typeof X_ID;
 export class Presigner {
   private endpoint: Promise<Endpoint> | undefined;
   private signingKey: SigningKey | undefined;
+  /** The last second's `X-Amz-Date`. */
+  private date: { readonly second: number; readonly amzDate: string } | undefined;
+  /** Per method, the last query signed: every URL of one second, life and credentials shares it. */
+  private readonly queries = new Map<ObjectMethod, SignedQuery>();
 
   constructor(private readonly storage: Storage) {}
 
@@ -55,14 +76,37 @@ export class Presigner {
       throw err;
     }));
     const credentials = await this.storage.client.config.credentials();
+    const amzDate = this.amzDate(signingDate);
+    const query = this.query(method, amzDate, expiresIn, credentials, endpoint);
+    const path = endpoint.keyPrefix + key.split('/').map(escapeUri).join('/');
+    const canonical = `${method}\n${path}\n${query.canonical}\nhost:${endpoint.host}\n\nhost\n${UNSIGNED_PAYLOAD}`;
+    const toSign = `${ALGORITHM}\n${amzDate}\n${query.scope}\n${hash('sha256', canonical)}`;
+    const signature = createHmac('sha256', this.keyFor(credentials.secretAccessKey, query.day, endpoint))
+      .update(toSign)
+      .digest('hex');
+    return `${endpoint.origin}${path}?${query.before}${signature}${query.after}`;
+  }
+
+  /** 20261126T121517Z, made once a second. */
+  private amzDate(signingDate: Date): string {
+    const second = Math.floor(signingDate.getTime() / 1000);
+    if (this.date?.second === second) return this.date.amzDate;
     const amzDate = signingDate
       .toISOString()
       .replace(/[-:]/g, '')
-      .replace(/\.\d{3}/, ''); // 20261126T121517Z
+      .replace(/\.\d{3}/, '');
+    this.date = { second, amzDate };
+    return amzDate;
+  }
+
+  /** The query string of a URL signed at `amzDate`, canonical (unsigned) and around its signature. */
+  private query(method: ObjectMethod, amzDate: string, expiresIn: number, credentials: Credentials, endpoint: Endpoint): SignedQuery {
+    const id = `${amzDate}\n${expiresIn}\n${credentials.accessKeyId}\n${credentials.sessionToken ?? ''}`;
+    const kept = this.queries.get(method);
+    if (kept?.id === id) return kept;
     const day = amzDate.slice(0, 8);
     const scope = `${day}/${endpoint.region}/${endpoint.service}/aws4_request`;
-    const path = endpoint.keyPrefix + key.split('/').map(escapeUri).join('/');
-    const query: (readonly [string, string])[] = [
+    const pairs: (readonly [string, string])[] = [
       ['X-Amz-Algorithm', ALGORITHM],
       ['X-Amz-Content-Sha256', UNSIGNED_PAYLOAD],
       ['X-Amz-Credential', escapeUri(`${credentials.accessKeyId}/${scope}`)],
@@ -71,15 +115,14 @@ export class Presigner {
       ['X-Amz-SignedHeaders', 'host'],
       ...(method === 'PUT' ? endpoint.putQuery : []),
     ];
-    if (X_ID[method]) query.push(['x-id', X_ID[method]]);
-    if (credentials.sessionToken) query.push(['X-Amz-Security-Token', escapeUri(credentials.sessionToken)]);
-    const canonical = `${method}\n${path}\n${search(query)}\nhost:${endpoint.host}\n\nhost\n${UNSIGNED_PAYLOAD}`;
-    const toSign = `${ALGORITHM}\n${amzDate}\n${scope}\n${createHash('sha256').update(canonical).digest('hex')}`;
-    const signature = createHmac('sha256', this.keyFor(credentials.secretAccessKey, day, endpoint))
-      .update(toSign)
-      .digest('hex');
-    query.push(['X-Amz-Signature', signature]);
-    return `${endpoint.origin}${path}?${search(query)}`;
+    if (X_ID[method]) pairs.push(['x-id', X_ID[method]]);
+    if (credentials.sessionToken) pairs.push(['X-Amz-Security-Token', escapeUri(credentials.sessionToken)]);
+    const canonical = search(pairs);
+    // the signature, a hex string, takes its place in the sorted query; a NUL marks it, being no query's byte
+    const [before, after] = search([...pairs, ['X-Amz-Signature', '\0']]).split('\0') as [string, string];
+    const query = { id, day, scope, canonical, before, after };
+    this.queries.set(method, query);
+    return query;
   }
 
   /** The day's signing key (four HMACs), kept until the day or the secret changes. */
@@ -124,7 +167,7 @@ export class Presigner {
 
 /** A query string of escaped pairs in SigV4's order (by name, code unit by code unit), as the SDK writes it too. */
 function search(query: (readonly [string, string])[]): string {
-  return query
+  return [...query]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([k, v]) => `${k}=${v}`)
     .join('&');

@@ -61,6 +61,24 @@ describe('Presigner', () => {
     expect(url.searchParams.get('X-Amz-Credential')).to.equal('AKIDROTATED/20261122/eu-west-3/s3/aws4_request');
   });
 
+  it('signs URLs of other seconds, lives and methods, in any order, as the SDK does', async () => {
+    const { client } = cases[0]!;
+    const presigner = new Presigner({ client, bucket: 'works-audio' });
+    const later = new Date(signingDate.getTime() + 1500);
+    const calls: [ObjectMethod, number, Date][] = [
+      ['PUT', 600, signingDate],
+      ['PUT', 60, signingDate],
+      ['GET', 600, signingDate],
+      ['PUT', 600, later],
+      ['PUT', 600, signingDate],
+      ['HEAD', 60, later],
+    ];
+    for (const [method, life, date] of calls) {
+      const sdk = await getSignedUrl(client, command(method, keys[1]!), { expiresIn: life, signingDate: date });
+      expect(await presigner.url(method, keys[1]!, life, date), `${method} ${life} s at ${date.toISOString()}`).to.equal(sdk);
+    }
+  });
+
   it('refuses a life SigV4 cannot sign', async () => {
     const presigner = new Presigner({ client: cases[0]!.client, bucket: 'works-audio' });
     for (const expiresIn of [0, -1, 1.5, 7 * 24 * 3600 + 1]) {

@@ -78,6 +78,18 @@ describe('HTTP basics', () => {
     );
   });
 
+  it('takes a JSON body whatever the spelling of its media type, and only a JSON one', async () => {
+    const { token } = await createKey(app.context, await createOrg(app.context));
+    const body = (type: string) =>
+      call(app.url, 'POST', '/v1/sessions', { token, raw: '{"external_user_ref":"u-1"}', headers: { 'Content-Type': type } });
+    for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON']) {
+      const reply = await body(type);
+      expect(reply.status, `${type}: ${reply.text}`).to.equal(201);
+    }
+    for (const type of ['text/plain', 'application/jsonx', 'application/json-seq'])
+      expectError(await body(type), 415, 'common.unsupported_media_type');
+  });
+
   it('GET /readyz reports every dependency, the chain through @polkadot/api', async () => {
     const reply = await call(app.url, 'GET', '/readyz');
     expect(reply.status, reply.text).to.equal(200);

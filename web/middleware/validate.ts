@@ -31,10 +31,31 @@ function pointer(at: At | undefined): string {
 }
 
 /**
+ * Whether any string in the value (keys included) is unstorable: what a valid body meets, walked without building a
+ * path or a pair per entry (a third of the cost of the walk below for an init's body, 1.4 against 4.5 µs in a loop).
+ */
+function anyUnstorable(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string') {
+      if (UNSTORABLE.test(item)) return true;
+    } else if (item !== null && typeof item === 'object') {
+      for (const key of Object.keys(item)) {
+        if (UNSTORABLE.test(key)) return true;
+        pending.push((item as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
+/**
  * Every string in a parsed body or query (keys included) that PostgreSQL's text cannot hold (docs/api.md#conventions).
  * Checked here, before any schema or handler, so no route has to remember it.
  */
 export function unstorableText(value: unknown): ErrorDetail[] {
+  if (!anyUnstorable(value)) return [];
   const problems: ErrorDetail[] = [];
   // iterative, and paths spelt out only for what is reported: a body may nest as deep as its size allows
   const pending: [unknown, At | undefined][] = [[value, undefined]];

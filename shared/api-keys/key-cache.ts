@@ -81,7 +81,7 @@ const statusKey = (prefix: string, organizationId: string) => `${prefix}:org-sta
 // ARGV: status key prefix, used key prefix, then for a rate-limited route the bucket key prefix, rate, burst and
 // the scope the route needs ('' otherwise). A token is taken only for an active organization's key that has the
 // scope: what the bucket counts is unchanged by taking it here. Then the admitted write's scope ('' for none) and
-// its commands packed into one argument (\`packWrite\`): each argument is a script argument's cost to ioredis.
+// its commands packed into one argument (`packWrite`): each argument is a script argument's cost to ioredis.
 const LOOKUP = `
 local record = redis.call('GET', KEYS[1])
 if not record then return false end
@@ -106,18 +106,23 @@ if ARGV[7] ~= '' and status == 'active' and took ~= 0 and string.find(',' .. sco
   local at = 1
   local function item()
     local colon = string.find(packed, ':', at, true)
-    local length = tonumber(string.sub(packed, at, colon - 1))
+    local length = colon and string.match(string.sub(packed, at, colon - 1), '^%d+$')
+    length = length and tonumber(length)
+    if not length or colon + length > #packed then error('malformed admitted write at byte ' .. at) end
     at = colon + length + 1
     return string.sub(packed, colon + 1, colon + length)
   end
+  -- all of it read before any of it runs: a malformed write makes no part of itself
+  local commands = {}
   while at <= #packed do
     local command = {}
     for a = 1, tonumber(item()) do
       local arg = item()
       command[a] = string.find(arg, '\\1', 1, true) and string.gsub(arg, '\\1([ok])', mine) or arg
     end
-    redis.call(unpack(command))
+    commands[#commands + 1] = command
   end
+  for _, command in ipairs(commands) do redis.call(unpack(command)) end
   wrote = 1
 end
 return {record, status, first and 1 or 0, took, wait, wrote}
@@ -142,7 +147,7 @@ function scripted(redis: Redis): Scripted {
 
 /**
  * An admitted write's commands as one script argument: each command its number of arguments, then each argument,
- * every item written \`<UTF-8 byte length>:<bytes>\`. ioredis spends about 0.4 µs of CPU on each argument of a
+ * every item written `<UTF-8 byte length>:<bytes>`. ioredis spends about 0.4 µs of CPU on each argument of a
  * call; an init's session write as 25 arguments of its own cost the key check twice the CPU of one (a loop of the
  * call against Redis, 64 in flight: 29 against 15 µs a call).
  */

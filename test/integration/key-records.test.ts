@@ -8,6 +8,8 @@ import { adminToken } from '../helpers/identity';
 import { initBody } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { setOrganizationStatus } from '../../shared/organizations/service';
+import { packWrite } from '../../shared/api-keys/key-cache';
+import { hashToken } from '../../shared/api-keys/token';
 
 /**
  * Keys are checked against their records in Redis (shared/api-keys/key-cache.ts): once a key is known there,
@@ -167,6 +169,41 @@ describe('API key records in Redis', () => {
         expect(job?.session, through).to.deep.include({ title, externalUserRef: 'ref \u0001o', organizationId: org, apiKeyId: key.id });
         expect(job?.session.creators[0]?.full_name, through).to.equal('\u0001k');
       }
+    });
+
+    it('a malformed admitted write makes none of itself: the script reads all of it before running any', async () => {
+      const org = await createOrg(app.context);
+      const key = await createKey(app.context, org);
+      expect((await init(app.url, key.token)).status, 'the key known to Redis').to.equal(200);
+      const { prefix } = testServices().config.redis;
+      const target = `${prefix}:test-malformed:${randomUUID()}`;
+      const whole = packWrite([['set', target, 'made']]);
+      const script = (app.context.redis as unknown as Record<string, (...args: string[]) => Promise<unknown>>).worksKeyLookup!;
+      const run = (packed: string) =>
+        script.call(
+          app.context.redis,
+          `${prefix}:apikey:${hashToken(key.token).toString('hex')}`,
+          `${prefix}:org-status:`,
+          `${prefix}:apikey-used:`,
+          '',
+          '0',
+          '0',
+          '',
+          'works:register',
+          packed,
+        );
+      // a second command: an argument's length negative, past the end, not a number; an argument missing
+      for (const bad of [`${whole}1:21:x-1:y`, `${whole}1:199:set`, `${whole}1:1x:set`, `${whole}1:25:hello`]) {
+        const error = await run(bad).then(
+          () => undefined,
+          (err: Error) => err,
+        );
+        expect(error?.message, bad).to.match(/malformed admitted write/);
+        expect(await app.context.redis.exists(target), `${bad}: the well-formed first command did not run`).to.equal(0);
+      }
+      expect(await run(whole), 'the same write well formed').to.deep.include.members(['active']);
+      expect(await app.context.redis.get(target)).to.equal('made');
+      await app.context.redis.del(target);
     });
 
     it('a refused init writes nothing: rate limited, without the scope, suspended, revoked', async () => {

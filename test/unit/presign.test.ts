@@ -56,6 +56,11 @@ describe('Presigner', () => {
     await expectSame(client, presigner);
     current = { accessKeyId: 'AKIDROTATED', secretAccessKey: 'rotated/secret+key', sessionToken: 'rotated', expiration };
     await expectSame(client, presigner);
+    // within the same second, only the session token, then only the secret, changes
+    current = { ...current, sessionToken: 'rotated-again' };
+    await expectSame(client, presigner);
+    current = { ...current, secretAccessKey: 'rotated/secret+key+again' };
+    await expectSame(client, presigner);
     await expectSame(client, presigner, new Date('2026-11-23T00:00:01Z'));
     const url = new URL(await presigner.url('GET', keys[0]!, 600, signingDate));
     expect(url.searchParams.get('X-Amz-Credential')).to.equal('AKIDROTATED/20261122/eu-west-3/s3/aws4_request');

@@ -81,7 +81,7 @@ const statusKey = (prefix: string, organizationId: string) => `${prefix}:org-sta
 // ARGV: status key prefix, used key prefix, then for a rate-limited route the bucket key prefix, rate, burst and
 // the scope the route needs ('' otherwise). A token is taken only for an active organization's key that has the
 // scope: what the bucket counts is unchanged by taking it here. Then the admitted write's scope ('' for none) and
-// its commands packed into one argument (`packWrite`): each argument is a script argument's cost to ioredis.
+// its commands packed into one argument (`packWrite`), since ioredis spends CPU on each argument of a call.
 const LOOKUP = `
 local record = redis.call('GET', KEYS[1])
 if not record then return false end

@@ -32,7 +32,7 @@ function pointer(at: At | undefined): string {
 
 /**
  * Whether any string in the value (keys included) is unstorable: what a valid body meets, walked without building a
- * path or a pair per entry (a third of the cost of the walk below for an init's body, 1.4 against 4.5 µs in a loop).
+ * path or a pair per entry (an init's body: 1.0 µs, against 4.5 for the walk below, in a loop).
  */
 function anyUnstorable(value: unknown): boolean {
   const pending: unknown[] = [value];

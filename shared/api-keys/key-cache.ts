@@ -161,12 +161,22 @@ export function packWrite(commands: AdmittedWrite['commands']): string {
   return packed;
 }
 
-export async function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken, write?: AdmittedWrite): Promise<CacheLookup> {
+export function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken, write?: AdmittedWrite): Promise<CacheLookup> {
+  return lookupPacked(deps, hash, take, write && { scope: write.scope, packed: packWrite(write.commands) });
+}
+
+/** `lookupKey` with its write already packed (`packWrite`): what the script is given as it is. */
+export async function lookupPacked(
+  deps: KeyCacheDeps,
+  hash: Buffer,
+  take?: TakeToken,
+  write?: { readonly scope: Scope; readonly packed: string },
+): Promise<CacheLookup> {
   const prefix = deps.config.redis.prefix;
   const args: (string | number)[] = [`${prefix}:org-status:`, `${prefix}:apikey-used:`];
   if (take) args.push(bucketKey(prefix, ''), take.perSecond, take.burst, take.scope);
   else args.push('', 0, 0, '');
-  if (write) args.push(write.scope, packWrite(write.commands));
+  if (write) args.push(write.scope, write.packed);
   else args.push('', '');
   const found = await scripted(deps.redis).worksKeyLookup(recordKey(prefix, hash), ...args);
   if (!found) return { kind: 'unknown' };

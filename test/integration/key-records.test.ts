@@ -8,7 +8,7 @@ import { adminToken } from '../helpers/identity';
 import { initBody } from '../helpers/registration';
 import { configWith, testServices } from '../helpers/services';
 import { setOrganizationStatus } from '../../shared/organizations/service';
-import { packWrite } from '../../shared/api-keys/key-cache';
+import { lookupPacked, packWrite } from '../../shared/api-keys/key-cache';
 import { hashToken } from '../../shared/api-keys/token';
 
 /**
@@ -175,23 +175,9 @@ describe('API key records in Redis', () => {
       const org = await createOrg(app.context);
       const key = await createKey(app.context, org);
       expect((await init(app.url, key.token)).status, 'the key known to Redis').to.equal(200);
-      const { prefix } = testServices().config.redis;
-      const target = `${prefix}:test-malformed:${randomUUID()}`;
+      const target = `${testServices().config.redis.prefix}:test-malformed:${randomUUID()}`;
       const whole = packWrite([['set', target, 'made']]);
-      const script = (app.context.redis as unknown as Record<string, (...args: string[]) => Promise<unknown>>).worksKeyLookup!;
-      const run = (packed: string) =>
-        script.call(
-          app.context.redis,
-          `${prefix}:apikey:${hashToken(key.token).toString('hex')}`,
-          `${prefix}:org-status:`,
-          `${prefix}:apikey-used:`,
-          '',
-          '0',
-          '0',
-          '',
-          'works:register',
-          packed,
-        );
+      const run = (packed: string) => lookupPacked(app.context, hashToken(key.token), undefined, { scope: 'works:register', packed });
       // a second command: an argument's length negative, past the end, not a number; an argument missing
       for (const bad of [`${whole}1:21:x-1:y`, `${whole}1:199:set`, `${whole}1:1x:set`, `${whole}1:25:hello`]) {
         const error = await run(bad).then(
@@ -201,7 +187,7 @@ describe('API key records in Redis', () => {
         expect(error?.message, bad).to.match(/malformed admitted write/);
         expect(await app.context.redis.exists(target), `${bad}: the well-formed first command did not run`).to.equal(0);
       }
-      expect(await run(whole), 'the same write well formed').to.deep.include.members(['active']);
+      expect(await run(whole), 'the same write well formed').to.deep.include({ kind: 'found', written: true });
       expect(await app.context.redis.get(target)).to.equal('made');
       await app.context.redis.del(target);
     });

@@ -15,7 +15,7 @@ import { JobStore } from './job-store';
 import type { PreparedQuote, UploadSession } from './types';
 import { assertValid, creatorProblems, filenameProblems, networkProblems, refProblems, titleProblems } from './validation';
 import { transactionIdForJob } from '../transactions/repo';
-import { presign } from '../storage/presign';
+import { lapseOf, presign } from '../storage/presign';
 
 export interface InitInput {
   readonly network: Network;
@@ -92,18 +92,19 @@ class RegistrationAdmission implements Admission<UploadJob> {
     private readonly app: RegistrationDeps,
     private readonly input: InitInput,
     private readonly jobId: string,
-    now: Date,
+    private readonly now: Date,
   ) {
     this.ttl = app.config.ttl.uploadSeconds;
     this.createdAt = now.toISOString();
-    this.uploadExpiresAt = new Date(now.getTime() + this.ttl * 1000).toISOString();
+    this.uploadExpiresAt = lapseOf(now, this.ttl).toISOString();
     this.commands = jobStore(app).reserveCommands(this.session(ADMITTED.organizationId, ADMITTED.apiKeyId), this.ttl);
   }
 
   /** The session is built again only when the key check did not write it (PostgreSQL answered). */
   async answer(principal: Principal, written: boolean): Promise<UploadJob> {
     if (!written) await jobStore(this.app).reserve(this.session(principal.organizationId, principal.apiKeyId), this.ttl);
-    const url = await presign(this.app.storage, 'PUT', audioKey(principal.organizationId, this.jobId), this.ttl);
+    // signed at the session's own time, so the URL lapses at the upload_expires_at it is told with
+    const url = await presign(this.app.storage, 'PUT', audioKey(principal.organizationId, this.jobId), this.ttl, this.now);
     return { job_id: this.jobId, upload_url: url, upload_expires_at: this.uploadExpiresAt };
   }
 
@@ -176,7 +177,7 @@ export async function initVersion(
     // the work's own ref, whether or not the write named it: a work never gains, loses or changes its ref
     externalUserRef: work.externalUserRef,
     createdAt: now.toISOString(),
-    uploadExpiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+    uploadExpiresAt: lapseOf(now, ttl).toISOString(),
     workId: work.id,
     atsId: work.atsId,
   };
@@ -194,7 +195,7 @@ export async function initVersion(
 }
 
 export async function reserveUpload(app: RegistrationDeps, session: UploadSession, ttlSeconds: number): Promise<UploadJob> {
-  const url = await presign(app.storage, 'PUT', session.audioKey, ttlSeconds);
+  const url = await presign(app.storage, 'PUT', session.audioKey, ttlSeconds, new Date(session.createdAt));
   await jobStore(app).reserve(session, ttlSeconds);
   return { job_id: session.jobId, upload_url: url, upload_expires_at: session.uploadExpiresAt };
 }

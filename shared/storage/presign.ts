@@ -178,11 +178,19 @@ function escapeUri(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
+/**
+ * When a URL signed at `signingDate` for `expiresIn` seconds lapses. SigV4's `X-Amz-Date` is whole seconds, so a URL's
+ * life counts from the start of the second it was signed in: the time to tell its holder, not `signingDate` + life,
+ * which is up to a second after S3 refuses it.
+ */
+export const lapseOf = (signingDate: Date, expiresIn: number): Date =>
+  new Date(Math.floor(signingDate.getTime() / 1000) * 1000 + expiresIn * 1000);
+
 const presigners = new WeakMap<Storage, Presigner>();
 
-/** A presigned `method` of `key` valid `expiresIn` seconds, with the storage's one presigner. */
-export function presign(storage: Storage, method: ObjectMethod, key: string, expiresIn: number): Promise<string> {
+/** A presigned `method` of `key` valid `expiresIn` seconds from `signingDate`'s second, with the storage's one presigner. */
+export function presign(storage: Storage, method: ObjectMethod, key: string, expiresIn: number, signingDate?: Date): Promise<string> {
   let presigner = presigners.get(storage);
   if (!presigner) presigners.set(storage, (presigner = new Presigner(storage)));
-  return presigner.url(method, key, expiresIn);
+  return presigner.url(method, key, expiresIn, signingDate);
 }

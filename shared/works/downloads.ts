@@ -1,5 +1,6 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { lapseOf } from '../storage/presign';
 import type { Principal } from '../api-keys/types';
 import { ensureCertificate, type CertificateDeps } from '../certificates/service';
 import { workVersion } from './service';
@@ -37,9 +38,9 @@ async function presignGet(app: Deps, key: string, filename: string, contentType?
     ResponseContentDisposition: attachment(filename),
     ...(contentType ? { ResponseContentType: contentType } : {}),
   });
-  const expiresAt = new Date(Date.now() + DOWNLOAD_URL_SECONDS * 1000);
-  const url = await getSignedUrl(app.storage.client, command, { expiresIn: DOWNLOAD_URL_SECONDS });
-  return { url, expiresAt };
+  const signingDate = new Date();
+  const url = await getSignedUrl(app.storage.client, command, { expiresIn: DOWNLOAD_URL_SECONDS, signingDate });
+  return { url, expiresAt: lapseOf(signingDate, DOWNLOAD_URL_SECONDS) };
 }
 
 /** RFC 6266: an ASCII fallback name and the exact UTF-8 one, so the browser saves the file under its name. */

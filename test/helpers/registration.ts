@@ -19,6 +19,15 @@ export const initBody = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
+/** When S3 stops taking a presigned URL, read from the URL itself: its X-Amz-Date (whole seconds) plus X-Amz-Expires. */
+export function urlLapse(url: string): number {
+  const query = new URL(url).searchParams;
+  const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(query.get('X-Amz-Date') ?? '');
+  if (!date) throw new Error(`no X-Amz-Date in ${url}`);
+  const [, y, mo, d, h, mi, s] = date.map(Number) as number[];
+  return Date.UTC(y!, mo! - 1, d!, h!, mi!, s!) + Number(query.get('X-Amz-Expires')) * 1000;
+}
+
 export async function upload(url: string, bytes: Buffer): Promise<Response> {
   return fetch(url, { method: 'PUT', body: bytes as unknown as BodyInit, headers: OWN_CONNECTION });
 }

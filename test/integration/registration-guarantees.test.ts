@@ -5,7 +5,7 @@ import { startApp, call, eventually, expectError, type TestApp } from '../helper
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature } from '../helpers/receiver';
-import { initBody, upload, register, quote } from '../helpers/registration';
+import { initBody, upload, register, quote, urlLapse } from '../helpers/registration';
 import { configWith } from '../helpers/services';
 
 describe('registration guarantees', function () {
@@ -107,8 +107,10 @@ describe('registration guarantees', function () {
         const key = await createKey(app.context, await createOrg(app.context));
         const init = await call(shortApp.url, 'POST', '/v1/works/init', { token: key.token, body: initBody() });
         const expiresAt = new Date(init.body.upload_expires_at).getTime();
+        // upload_expires_at is the moment S3 stops taking the URL (its signing second plus its life), to the millisecond
+        expect(expiresAt).to.equal(urlLapse(init.body.upload_url));
         // wait for the clock to pass the expiry: time-driven, not tuned to this machine
-        while (Date.now() <= expiresAt + 1000) await new Promise((r) => setTimeout(r, expiresAt + 1100 - Date.now()));
+        while (Date.now() <= expiresAt) await new Promise((r) => setTimeout(r, expiresAt + 1 - Date.now()));
         const late = await upload(init.body.upload_url, randomBytes(128));
         expect(late.status).to.equal(403);
         expect(await late.text()).to.include('expired');

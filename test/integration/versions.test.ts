@@ -5,7 +5,7 @@ import { call, eventually, expectError, startApp, type TestApp } from '../helper
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { WebhookReceiver, verifySignature, type Received } from '../helpers/receiver';
-import { addVersion, creator, initBody, register, settled } from '../helpers/registration';
+import { addVersion, creator, initBody, register, settled, urlLapse } from '../helpers/registration';
 import { referenceCommitment } from '../helpers/commitment';
 import { configWith, testServices } from '../helpers/services';
 import { decodeAnchor, verifyAnchorSignature } from '../../shared/chain/remark-payload';
@@ -101,6 +101,7 @@ describe('new versions of a registered work', function () {
       audio3,
     );
     expect(Object.keys(v3.init.body)).to.have.members(['job_id', 'upload_url', 'upload_expires_at']);
+    expect(Date.parse(v3.init.body.upload_expires_at)).to.equal(urlLapse(v3.init.body.upload_url));
     expect(v3.prepare.body.commitment).to.equal(referenceCommitment(audio3, body.title as string, creators3));
     const tx3 = await settled(app.context, v3.confirm.body.transaction_id);
 

@@ -5,7 +5,7 @@ import { PDFParse } from 'pdf-parse';
 import { call, eventually, expectError, type TestApp } from '../helpers/app';
 import { createOrg, createKey, type TestKey } from '../helpers/factories';
 import { useStack } from '../helpers/workers';
-import { initBody, register } from '../helpers/registration';
+import { initBody, register, urlLapse } from '../helpers/registration';
 import { certificateKey, renderCertificateOf } from '../../shared/certificates/service';
 import { putObject } from '../../shared/storage/objects';
 
@@ -158,6 +158,8 @@ describe('a registered work read back: details, downloads and certificates', fun
       const ttl = new Date(reply.body.expires_at).getTime() - Date.now();
       expect(ttl).to.be.within(590_000, 600_000);
       expect(new URL(reply.body.url).searchParams.get('X-Amz-Expires')).to.equal('600');
+      // expires_at is when S3 stops taking the URL, to the millisecond
+      expect(Date.parse(reply.body.expires_at)).to.equal(urlLapse(reply.body.url));
       const { bytes, headers } = await fetchBytes(reply.body.url);
       expect(Buffer.compare(bytes, work.audio)).to.equal(0);
       expect(headers.get('content-disposition')).to.equal(`attachment; filename="symphony.wav"; filename*=UTF-8''symphony.wav`);

@@ -118,6 +118,34 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
     expect(await balance(org)).to.equal(1000 - again.body.total_price_credits);
   });
 
+  it('prepare runs until upload_expires_at, then 404; a quote taken before it is still confirmed, and charged, after it', async () => {
+    // a session of 10 s: room for init, the PUT and the first prepare on a loaded machine; the quote lives 300 s
+    const shortLived = await startApp(configWith({ REDIS_PREFIX: app.context.config.redis.prefix, UPLOAD_TTL_SECONDS: '10' }));
+    try {
+      const org = await createOrg(app.context, 1000);
+      const key = await createKey(app.context, org);
+      const q = await quote(shortLived.url, key.token);
+      const uploadExpiresAt = Date.parse(q.init.body.upload_expires_at);
+      expect(Date.parse(q.prepare.body.expires_at)).to.be.greaterThan(uploadExpiresAt);
+      // the clock passes the session's expiry: time-driven, not tuned to this machine
+      while (Date.now() <= uploadExpiresAt) await new Promise((r) => setTimeout(r, uploadExpiresAt + 1 - Date.now()));
+      expectError(
+        await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }),
+        404,
+        'registration.upload_session_not_found',
+      );
+      // the refused prepare changed nothing: the job is still prepared, with the quote it had
+      const record = await app.context.redis.hgetall(`${app.context.config.redis.prefix}:job:${org}:${q.jobId}`);
+      expect(record).to.include({ state: 'prepared', run: '1' });
+      const confirm = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } });
+      expect(confirm.status).to.equal(202);
+      expect((await settled(app.context, confirm.body.transaction_id)).status).to.equal('finalized');
+      expect(await balance(org)).to.equal(1000 - q.prepare.body.total_price_credits);
+    } finally {
+      await shortLived.close();
+    }
+  });
+
   it('a confirm whose process died mid-debit is settled from PostgreSQL: the job is confirmed, never charged twice', async () => {
     const org = await createOrg(app.context, 1000);
     const key = await createKey(app.context, org);

@@ -128,6 +128,11 @@ export async function whenConnected(context: Resources): Promise<void> {
   ]).finally(() => clearTimeout(timer));
 }
 
+/** Waits until the clock is past `at` (ms since the epoch): time-driven, never a sleep tuned to the machine. */
+export async function untilPast(at: number): Promise<void> {
+  while (Date.now() <= at) await new Promise((r) => setTimeout(r, at + 1 - Date.now()));
+}
+
 /** Waits until `probe` returns a value that is not undefined: a condition, re-checked, bounded. */
 export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { QueueEvents } from 'bullmq';
 import { objectExists, putObject } from '../../shared/storage/objects';
-import { call, eventually, expectError, startApp, type TestApp } from '../helpers/app';
+import { call, eventually, expectError, startApp, untilPast, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { startTestWorkers, useStack } from '../helpers/workers';
 import { addVersion, creator, initBody, quote, settled, upload } from '../helpers/registration';
@@ -127,14 +127,13 @@ describe('a job moves one way: reserved → uploaded → prepared → confirmed 
       const q = await quote(shortLived.url, key.token);
       const uploadExpiresAt = Date.parse(q.init.body.upload_expires_at);
       expect(Date.parse(q.prepare.body.expires_at)).to.be.greaterThan(uploadExpiresAt);
-      // the clock passes the session's expiry: time-driven, not tuned to this machine
-      while (Date.now() <= uploadExpiresAt) await new Promise((r) => setTimeout(r, uploadExpiresAt + 1 - Date.now()));
+      await untilPast(uploadExpiresAt);
       expectError(
         await call(app.url, 'POST', '/v1/works/prepare', { token: key.token, body: { job_id: q.jobId } }),
         404,
         'registration.upload_session_not_found',
       );
-      // the refused prepare changed nothing: the job is still prepared, with the quote it had
+      // the refused prepare changed nothing: the job is still prepared, by its one run (the charge below is that run's quote)
       const record = await app.context.redis.hgetall(`${app.context.config.redis.prefix}:job:${org}:${q.jobId}`);
       expect(record).to.include({ state: 'prepared', run: '1' });
       const confirm = await call(app.url, 'POST', '/v1/works/confirm', { token: key.token, body: { job_id: q.jobId } });

@@ -53,51 +53,62 @@ function scoped(db: Knex, filter: ListFilter): Knex.QueryBuilder {
   return query;
 }
 
-export interface WorksSlice {
+export interface WorksPageRows {
   readonly works: (WorkRecord & { readonly cursor: Cursor })[];
   readonly hasNextPage: boolean;
   readonly hasPreviousPage: boolean;
+  /** The works under the filter, in the same snapshot as the page. */
+  readonly totalCount: number;
 }
 
 /**
- * Keyset pagination, newest first: the `first` works strictly after the cursor in (created_at, id)
- * descending order. A work added meanwhile is newer than any cursor, so it never shifts a later page.
+ * One page of the listing (keyset pagination, newest first: the `first` works strictly after the cursor in
+ * (created_at, id) descending order; a work added meanwhile is newer than any cursor, so it never shifts a later
+ * page) with the count of the works under the filter, in one statement: one round trip, and one snapshot for the
+ * page, its count and whether works come before it, which PostgreSQL gives every part of a statement.
+ *
+ * The count, without a ref, is the sum of the counters the triggers on works keep (work_counts: per network, in up
+ * to 16 slots, written in the same transactions as the rows), so a large organization's count reads a few rows, not
+ * a scan; a ref's works are counted on its index: one end-user's. The page joins one row of those figures, so an
+ * empty page still answers them.
  */
-export async function sliceOfWorks(db: Knex, filter: ListFilter, first: number, after?: Cursor): Promise<WorksSlice> {
-  const query = scoped(db, filter).select('*', db.raw(`${CURSOR_AT} AS cursor_at`));
-  if (after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [after.createdAt, after.id]);
-  const rows: Record<string, any>[] = await query
+export async function pageOfWorks(db: Knex, filter: ListFilter, first: number, after?: Cursor): Promise<WorksPageRows> {
+  const { rows } = (await pageStatement(db, filter, first, after)) as { rows: Record<string, any>[] };
+  const figures = rows[0]!;
+  const found = rows.filter((r) => r.id !== null);
+  return {
+    works: found.slice(0, first).map((r) => ({ ...toWork(r), cursor: { createdAt: r.cursor_at, id: r.id } })),
+    hasNextPage: found.length > first,
+    hasPreviousPage: figures.has_previous === true,
+    totalCount: Number(figures.total_count),
+  };
+}
+
+/** pageOfWorks' statement: the figures' one row, joined to the page's rows (none for an empty page). */
+export function pageStatement(db: Knex, filter: ListFilter, first: number, after?: Cursor): Knex.Raw {
+  const slice = scoped(db, filter).select('*', db.raw(`${CURSOR_AT} AS cursor_at`));
+  if (after) slice.andWhereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [after.createdAt, after.id]);
+  slice
     .orderBy([
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
     ])
     .limit(first + 1);
-  const hasPreviousPage = after
-    ? Boolean(
-        await scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).first(db.raw('1')),
-      )
-    : false;
-  return {
-    works: rows.slice(0, first).map((r) => ({ ...toWork(r), cursor: { createdAt: r.cursor_at, id: r.id } })),
-    hasNextPage: rows.length > first,
-    hasPreviousPage,
-  };
-}
-
-/**
- * The works under the filter. Without a ref, the sum of the counters the triggers on works keep
- * (work_counts: per network, in up to 16 slots, written in the same transactions as the rows), so a large
- * organization's count reads a few rows, not a scan. A ref's works are counted on its index: one end-user's.
- */
-export async function countWorks(db: Knex, filter: ListFilter): Promise<number> {
+  let count: Knex.QueryBuilder;
   if (filter.externalUserRef === undefined) {
-    const query = db('work_counts').where({ organization_id: filter.organizationId });
-    if (filter.network) query.andWhere({ network: filter.network });
-    const [row] = await query.sum<{ count: string | null }[]>('works as count');
-    return Number(row?.count ?? 0);
-  }
-  const [row] = await scoped(db, filter).count<{ count: string }[]>('* as count');
-  return Number(row?.count ?? 0);
+    count = db('work_counts').where({ organization_id: filter.organizationId }).sum('works');
+    if (filter.network) count.andWhere({ network: filter.network });
+  } else count = scoped(db, filter).count('*');
+  const before = after
+    ? scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).select(db.raw('1')).limit(1)
+    : undefined;
+  return db.raw(
+    `SELECT figures.total_count, figures.has_previous, page.*
+       FROM (SELECT COALESCE((?), 0)::bigint AS total_count, ${before ? 'EXISTS (?)' : 'false'} AS has_previous) AS figures
+       LEFT JOIN LATERAL (?) AS page ON true
+      ORDER BY page.created_at DESC, page.id DESC`,
+    before ? [count, before, slice] : [count, slice],
+  );
 }
 
 /** The organization's works with this ats_id: one per network at most. */

@@ -4,7 +4,7 @@ import { AppError, notFound } from '../errors';
 import type { Principal } from '../api-keys/types';
 import type { Creator } from '../works/types';
 import { decodeCursor, encodeCursor } from './cursor';
-import { countVersions, countWorks, findVersion, findWork, listVersions, sliceOfWorks, worksByAtsId, type ListFilter } from './repo';
+import { countVersions, findVersion, findWork, listVersions, pageOfWorks, worksByAtsId, type ListFilter } from './repo';
 import type { WorkRecord, WorkScope, WorkVersionRecord } from './types';
 
 /**
@@ -34,20 +34,15 @@ export interface WorksPage {
 
 /**
  * One page of the listing, newest first. A session token's ref replaces any ref in the query. The page and
- * total_count come from one snapshot, so they agree however many works arrive meanwhile.
+ * total_count come from one statement, so one snapshot: they agree however many works arrive meanwhile.
  */
 export async function listWorks(db: Knex, principal: Principal, input: ListWorksInput): Promise<WorksPage> {
   const scope = scopeOf(principal);
   const externalUserRef = scope.externalUserRef ?? input.external_user_ref;
   const filter: ListFilter = { organizationId: scope.organizationId, network: input.network, externalUserRef };
   const after = input.after !== undefined ? decodeCursor(input.after) : undefined;
-  const { slice, totalCount } = await db.transaction(
-    async (trx) => {
-      const totalCount = await countWorks(trx, filter);
-      return { totalCount, slice: await sliceOfWorks(trx, filter, input.first, after) };
-    },
-    { isolationLevel: 'repeatable read', readOnly: true },
-  );
+  const slice = await pageOfWorks(db, filter, input.first, after);
+  const { totalCount } = slice;
   if (externalUserRef !== undefined && totalCount === 0) throw notFound('Works of this external_user_ref');
   const first = slice.works[0];
   const last = slice.works[slice.works.length - 1];

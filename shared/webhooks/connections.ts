@@ -49,7 +49,9 @@ export class DeliveryConnections {
 
   /**
    * Runs one exchange (a POST and its at-once resend) when fewer than `maxInFlight` are under way, else when
-   * one ends, first come first served. (A counter and a queue: p-limit, the usual library, is ESM-only.)
+   * one ends, first come first served. (A counter and a queue: p-limit, the usual library, is ESM-only from
+   * version 4; its 3.x line is CommonJS, and served here in a measurement that was not kept: docs/performance.md,
+   * section 30.)
    */
   async withSlot<T>(exchange: () => Promise<T>): Promise<T> {
     if (this.inFlight >= (this.options.maxInFlight ?? Infinity)) await new Promise<void>((resolve) => this.queued.push(resolve));

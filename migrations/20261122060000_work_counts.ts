@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 
 /**
  * The listing's `total_count` without a scan (issue 10): how many works each organization has on each network,
- * kept by the database itself in the same transaction as the rows it counts, so a repeatable-read listing sees
- * the count and the page from one snapshot, as when it counted rows. An unfiltered or network-filtered count
+ * kept by the database itself in the same transaction as the rows it counts, so a listing sees the count and the
+ * page from one snapshot (one statement since section 30 of docs/performance.md), as when it counted rows. An unfiltered or network-filtered count
  * sums a few rows here instead of walking up to every index entry of the organization.
  *
  * - Each organization and network has up to SLOTS counter rows, and a transaction adds to the slot of its

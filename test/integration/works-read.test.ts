@@ -77,26 +77,25 @@ describe('GET /v1/works: the listing', function () {
     const org = await createOrg(app.context);
     const principal: Principal = { kind: 'api_key', apiKeyId: randomUUID(), organizationId: org, scopes: ['works:read'] };
     await insertWorks(app.context, org, 1, { externalUserRef: 'snap' });
-    let adding = true;
-    const added = (async () => {
-      // one work at a time, each its own commit, half of them the ref's: the organization's count and the ref's move
-      for (let i = 0; i < 90; i++) await insertWorks(app.context, org, 1, { externalUserRef: i % 2 ? 'snap' : undefined });
-    })().finally(() => (adding = false));
-    const seen: string[] = [];
-    while (adding) {
-      const pages = await Promise.all([
+    const counts: number[] = [];
+    // one work at a time, each its own commit, half of them the ref's, each read twice while it commits: the
+    // organization's count and the ref's move under the pages being read
+    for (let i = 0; i < 90; i++) {
+      const [, ...pages] = await Promise.all([
+        insertWorks(app.context, org, 1, { externalUserRef: i % 2 ? 'snap' : undefined }),
         listWorks(app.context.db, principal, { first: 100 }),
         listWorks(app.context.db, principal, { first: 100, external_user_ref: 'snap' }),
+        listWorks(app.context.db, principal, { first: 100, network: 'testnet' }),
       ]);
       for (const page of pages) {
-        seen.push(`${page.works.length}/${page.totalCount}`);
         expect(page.works.length, 'the page holds every work it counts').to.equal(page.totalCount);
         expect(page.pageInfo.hasNextPage).to.equal(false);
+        counts.push(page.totalCount);
       }
     }
-    await added;
-    // the works did arrive while the pages were read
-    expect(new Set(seen).size).to.be.greaterThan(10);
+    // the pages were read from the first works to the last
+    expect(Math.min(...counts)).to.be.at.most(2);
+    expect(Math.max(...counts)).to.be.at.least(90);
   });
 
   it('answers every work with the fields of docs/api.md#listing-and-cursors, 20 by default', async () => {
@@ -223,11 +222,17 @@ describe('GET /v1/works: the listing', function () {
       for (const after of [undefined, cursor]) {
         const shape = await plan(pageStatement(app.context.db, { organizationId: org, ...filter }, 20, after));
         const what = `${JSON.stringify(filter)}${after ? ', after a cursor' : ''}`;
-        expect(shape.join('\n'), what).to.match(/Index Scan Backward using works_organization_\w*created\w*index/);
+        const index =
+          'network' in filter
+            ? 'works_organization_id_network_created_at_id_index'
+            : 'externalUserRef' in filter
+              ? 'works_organization_id_external_user_ref_created_at_id_index'
+              : 'works_organization_created_index';
+        expect(shape.join('\n'), what).to.include(`Index Scan Backward using ${index} `);
         // the one sort is the statement's last step, over the page's rows (at most first + 1)
         expect(shape[0], what).to.match(/^Sort\b/);
         expect(
-          shape.slice(1).filter((line) => /->\s+Sort\b/.test(line)),
+          shape.slice(1).filter((line) => /->\s+(Incremental )?Sort\b/.test(line)),
           what,
         ).to.deep.equal([]);
       }

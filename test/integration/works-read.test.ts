@@ -78,8 +78,8 @@ describe('GET /v1/works: the listing', function () {
     const principal: Principal = { kind: 'api_key', apiKeyId: randomUUID(), organizationId: org, scopes: ['works:read'] };
     await insertWorks(app.context, org, 1, { externalUserRef: 'snap' });
     const counts: number[] = [];
-    // one work at a time, each its own commit, half of them the ref's, each read twice while it commits: the
-    // organization's count and the ref's move under the pages being read
+    // one work at a time, each its own commit, half of them the ref's, and three pages read while it commits (the
+    // organization's, the ref's, the network's): their counts move under the pages being read
     for (let i = 0; i < 90; i++) {
       const [, ...pages] = await Promise.all([
         insertWorks(app.context, org, 1, { externalUserRef: i % 2 ? 'snap' : undefined }),

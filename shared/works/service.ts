@@ -41,20 +41,19 @@ export async function listWorks(db: Knex, principal: Principal, input: ListWorks
   const externalUserRef = scope.externalUserRef ?? input.external_user_ref;
   const filter: ListFilter = { organizationId: scope.organizationId, network: input.network, externalUserRef };
   const after = input.after !== undefined ? decodeCursor(input.after) : undefined;
-  const slice = await pageOfWorks(db, filter, input.first, after);
-  const { totalCount } = slice;
-  if (externalUserRef !== undefined && totalCount === 0) throw notFound('Works of this external_user_ref');
-  const first = slice.works[0];
-  const last = slice.works[slice.works.length - 1];
+  const page = await pageOfWorks(db, filter, input.first, after);
+  if (externalUserRef !== undefined && page.totalCount === 0) throw notFound('Works of this external_user_ref');
+  const first = page.works[0];
+  const last = page.works[page.works.length - 1];
   return {
-    works: slice.works,
+    works: page.works,
     pageInfo: {
-      hasNextPage: slice.hasNextPage,
-      hasPreviousPage: slice.hasPreviousPage,
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: page.hasPreviousPage,
       startCursor: first ? encodeCursor(first.cursor) : null,
       endCursor: last ? encodeCursor(last.cursor) : null,
     },
-    totalCount,
+    totalCount: page.totalCount,
   };
 }
 

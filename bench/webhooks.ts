@@ -24,7 +24,8 @@ import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
  * per delivery (/proc, INFO): figures the machine's other load disturbs less than the rate. The floor is the
  * same number of POSTs of the same size to the same receiver, WEBHOOK_CONCURRENCY at a time over connections
  * kept alive as the workers keep them (WEBHOOK_KEEP_ALIVE_MS), from a process doing nothing else; that process's
- * CPU per POST is reported beside the worker's per delivery. One round of each, not recorded, warms both first.
+ * CPU per POST is reported beside the worker's per delivery. One round of each, not recorded, warms both first,
+ * and the processes added for the scaled run each run warm the same way.
  */
 benchMain(async (options) => {
   const count = pick(options, options.size, 10_000, 50);
@@ -68,7 +69,12 @@ benchMain(async (options) => {
     const samples = await repeat(runs, async (run) => {
       const one = await deliverAll([worker]);
       const more = await Promise.all(Array.from({ length: scaled - 1 }, startWorker));
-      const many = await deliverAll([worker, ...more]).finally(() => Promise.all(more.map((w) => w.stop())));
+      const many = await (async () => {
+        // a process just started loads modules and compiles as it delivers: warmed as the first one was, not
+        // recorded (docs/performance.md, section 31)
+        await deliverAll([worker, ...more], Math.min(count, 5_000));
+        return deliverAll([worker, ...more]);
+      })().finally(() => Promise.all(more.map((w) => w.stop())));
       const { rate: floor, senderCpuMs } = await flooded(many.lastBody);
       const cpu = (s: Delivered) =>
         `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;

@@ -7,7 +7,7 @@ import { Coalescer } from '../coalesce';
 import type { AnchorRequest } from './dialect';
 import { chooseDialect } from './choose-dialect';
 import { onBehalfNonce } from './dialects/ats';
-import { fitBatch } from './batch';
+import { callsOfBatch, fitBatch, refusedAsTooLarge } from './batch';
 import { BlockFees, dryRunAt, judgeCalls, QUOTE_GROUP_MAX, quoteOf, type AnchorQuote, type CallVerdict, type DryRunVerdict } from './quote';
 import { accountNonceAt, AlreadyImported, followHeld, signBatch, submitAndWatch, type SignedBatch, type WatchVia } from './submit';
 import { findInclusion, outcomeIn, type Inclusion } from './inclusion';
@@ -16,7 +16,7 @@ import { bestBlockNumber, blockHashAt, finalizedBlockNumber, finalizedHead, Head
 export type { AnchorRequest } from './dialect';
 export type { AnchorQuote, CallVerdict } from './quote';
 export type { ItemOutcome, Inclusion } from './inclusion';
-export { AlreadyImported, ERA_PERIOD, SubmissionRejected, WatchLost, type SignedBatch } from './submit';
+export { AlreadyImported, ERA_PERIOD, ExhaustsResources, SubmissionRejected, WatchLost, type SignedBatch } from './submit';
 
 /** Extrinsics whose finalized blocks looked through are remembered (`find`); a batch's each, while it is on its way. */
 const LOOKED_THROUGH_KEPT = 1000;
@@ -165,6 +165,21 @@ export class AnchorService {
   /** How many of these calls, taken in order, one batch can carry (batch.ts). */
   async fitBatch(network: Network, callHexes: readonly string[], max: number): Promise<number> {
     return fitBatch(await this.chains.api(network), this.relayer(network), callHexes, max);
+  }
+
+  /**
+   * The node refused this signed batch as exhausting its limits: its kind's batches carry fewer calls (batch.ts).
+   * The new most, or 0 when the bytes no longer decode (a runtime upgraded since they were signed).
+   */
+  async refusedAsTooLarge(network: Network, extrinsicHex: string): Promise<number> {
+    const api = await this.chains.api(network);
+    let calls: string[];
+    try {
+      calls = callsOfBatch(api, extrinsicHex);
+    } catch {
+      return 0;
+    }
+    return refusedAsTooLarge(api, calls);
   }
 
   /** Signs the relayer's batch of these calls with the given nonce and a mortal era; nothing is sent. */

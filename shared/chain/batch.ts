@@ -31,6 +31,11 @@ interface Fitted {
 const fitted = new WeakMap<ApiPromise, Map<string, Fitted[]>>();
 /** Per connection: the kinds of call whose largest batch the runtime was asked about (`askLargest`), once each. */
 const askedLargest = new WeakMap<ApiPromise, Set<string>>();
+/**
+ * Per connection, per runtime version and kind of call (or `mixed`): the most calls a batch may carry, once the node
+ * refused a larger one as exhausting its limits (`refusedAsTooLarge`).
+ */
+const ceilings = new WeakMap<ApiPromise, Map<string, number>>();
 /** How many such batches are kept per kind (the newest). */
 const FITTED_KEPT = 8;
 /** More than a signed extrinsic's bytes besides its calls (signature, address, era, nonce, tip, lengths). */
@@ -73,9 +78,15 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
   let count = Math.min(callHexes.length, limits.calls);
   while (count > 1) {
     const calls = callHexes.slice(0, count);
+    const kind = kindOf(api, calls);
+    // the node's refusal outranks the runtime's answer
+    const ceiling = ceilings.get(api)?.get(kind ?? mixed(api)) ?? Infinity;
+    if (count > ceiling) {
+      count = ceiling;
+      continue;
+    }
     const tx = batchOf(api, calls);
     if (tx.encodedLength <= limits.length) {
-      const kind = kindOf(api, calls);
       const batch = { count, bytes: calls.reduce((sum, hex) => sum + hex.length, 0) / 2 };
       if (known(kind, batch)) break;
       if (kind !== undefined) {
@@ -93,6 +104,28 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
   }
   return count;
 }
+
+/**
+ * The node refused a batch of these calls as exhausting its limits (1010), though the runtime's answer had it fit (a
+ * limit that answer does not weigh: a parachain's proof size, a node's own length limit). From now on, on this
+ * connection, a batch of their kind carries at most half as many calls; a refusal at that size halves it again, so
+ * the calls go out in batches that fit within a few rounds, and one call always goes. Returns the new most.
+ */
+export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[]): number {
+  const byKind = ceilings.get(api) ?? ceilings.set(api, new Map()).get(api)!;
+  const kind = kindOf(api, callHexes) ?? mixed(api);
+  const most = Math.max(1, Math.min(byKind.get(kind) ?? Infinity, Math.floor(callHexes.length / 2)));
+  byKind.set(kind, most);
+  return most;
+}
+
+/** The calls a relayer batch carries (its `utility.forceBatch` or `utility.batch`), as hex. */
+export function callsOfBatch(api: ApiPromise, extrinsicHex: string): string[] {
+  const extrinsic = api.createType('Extrinsic', extrinsicHex);
+  return (extrinsic.method.args[0] as unknown as Call[]).map((call) => call.toHex());
+}
+
+const mixed = (api: ApiPromise) => `${api.runtimeVersion.specVersion.toString()}:mixed`;
 
 /** How many calls of a batch of `count` that weighs `weight` would fit, its weight shared among them, a little under. */
 const asManyAsFit = (count: number, weight: number, limits: Limits) => Math.floor(((count * limits.weight) / weight) * 0.98);

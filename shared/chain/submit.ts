@@ -205,12 +205,22 @@ export class SubmissionRejected extends Error {
 export function classifySubmitError(err: Error): Error {
   // 1010 invalid (stale or future nonce, payment, bad proof, ancient birth block, exhausts resources),
   // 1011 unknown validity, 1014 priority too low (another extrinsic holds the nonce): not in the pool.
+  if (/exhaust the block limits|ExhaustsResources/i.test(err.message)) return new ExhaustsResources(err.message);
   if (/^101[014]|Invalid Transaction|Inability to pay|Priority is too low|Transaction is outdated|stale/i.test(err.message)) {
     return new SubmissionRejected(err.message);
   }
   if (/^1013|Already Imported/i.test(err.message)) return new AlreadyImported(err.message);
   if (/^1012|Temporarily Banned/i.test(err.message)) return new SubmissionRejected(err.message, true);
   return err;
+}
+
+/**
+ * 1010 "Transaction would exhaust the block limits": the batch is too heavy or too long for the node, though the
+ * runtime's weight answer had it fit (a limit that answer does not weigh: a parachain's proof size, a node's own
+ * length limit). Its calls go out again in smaller batches (`refusedAsTooLarge`, batch.ts).
+ */
+export class ExhaustsResources extends SubmissionRejected {
+  override readonly name = 'ExhaustsResources';
 }
 
 /**

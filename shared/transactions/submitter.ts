@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { withConnection, type PgConnection } from '../db/knex';
 import type { TransactionDeps } from './outcomes';
 import type { Network } from '../config';
-import { AnchorService, ERA_PERIOD, SubmissionRejected, WatchLost } from '../chain/anchors';
+import { AnchorService, ERA_PERIOD, ExhaustsResources, SubmissionRejected, WatchLost } from '../chain/anchors';
 import { failpoint } from '../failpoints';
 import { hasReadyCall, nextReadyCalls, retractBatchItems, transactionIdsOfBatch } from './repo';
 import { markSubmissionRetracted, signedSubmissions, type SubmissionRow } from './submissions-repo';
@@ -259,8 +259,17 @@ export class RelayerSubmitter {
           if (chainNonce > submission.nonce)
             return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
-          if (err instanceof SubmissionRejected && !err.mayStillLand)
-            return requeue(this.app, this.announcer, submission, 'rejected', reason);
+          if (err instanceof SubmissionRejected && !err.mayStillLand) {
+            // too large for the node: its calls go out again in smaller batches
+            const most = err instanceof ExhaustsResources ? await this.anchors.refusedAsTooLarge(network, submission.extrinsicHex) : 0;
+            return requeue(
+              this.app,
+              this.announcer,
+              submission,
+              'rejected',
+              most ? `${reason}; batches of its kind now carry at most ${most} calls` : reason,
+            );
+          }
           // the connection went, the node held the bytes, or their watch ended without news (WatchLost, sent again at
           // once by the round): they may land yet; signed afresh only once their era ended or their nonce went
           throw err;

@@ -9,7 +9,7 @@ import { AnchorService } from '../../shared/chain/anchors';
 import { remarkCall, remarkDialect } from '../../shared/chain/dialects/remark';
 import { PAYLOAD_LENGTH } from '../../shared/chain/remark-payload';
 import { u8aToHex } from '@polkadot/util';
-import { fitBatch } from '../../shared/chain/batch';
+import { batchOf, callsOfBatch, fitBatch, refusedAsTooLarge } from '../../shared/chain/batch';
 import { advanceTransaction, prepareCall } from '../../shared/transactions/pipeline';
 import { RelayerSubmitter } from '../../shared/transactions/submitter';
 import { findTransaction } from '../../shared/transactions/repo';
@@ -210,6 +210,42 @@ describe('batched submission through one relayer submitter', function () {
       expect(await asked(Array(10).fill(long))).to.deep.equal({ count: first.count, asked: 0 });
     } finally {
       provider.send = send;
+    }
+  });
+
+  it('carries fewer calls of a kind in a batch once the node refused one of that kind as too large, halving at each refusal', async () => {
+    // a connection of this test's own: what a refusal teaches is kept per connection
+    const own = await ApiPromise.create({ provider: new WsProvider(stack.config.chains[0]!.wsUrl), noInitWarn: true });
+    try {
+      const relayer = new Keyring({ type: 'sr25519' }).addFromUri('//Alice');
+      const remark = (bytes: number) => own.tx.system.remark(`0x${'cd'.repeat(bytes)}`).method.toHex();
+      const remarks = Array(40).fill(remark(50));
+      const other = own.tx.system.remarkWithEvent('0x01').method.toHex();
+      expect(await fitBatch(own, relayer, remarks, 100), 'the runtime says 40 fit').to.equal(40);
+      // a batch's calls, as the submitter reads them back from the refused bytes
+      expect(callsOfBatch(own, batchOf(own, remarks).toHex())).to.deep.equal(remarks);
+
+      expect(refusedAsTooLarge(own, remarks)).to.equal(20);
+      expect(await fitBatch(own, relayer, remarks, 100), 'the refusal outranks the runtime').to.equal(20);
+      expect(await fitBatch(own, relayer, remarks.slice(0, 12), 100), 'fewer than the most: all of them').to.equal(12);
+      expect(await fitBatch(own, relayer, [other, other, other], 100), 'another kind: untouched').to.equal(3);
+      expect(await fitBatch(own, relayer, [remarks[0]!, other, other], 100), 'kinds mixed: untouched').to.equal(3);
+      // refused again at that size: halved again, down to one call, which always goes
+      expect(refusedAsTooLarge(own, remarks.slice(0, 20))).to.equal(10);
+      expect(await fitBatch(own, relayer, remarks, 100)).to.equal(10);
+      expect(refusedAsTooLarge(own, remarks.slice(0, 3))).to.equal(1);
+      expect(refusedAsTooLarge(own, remarks.slice(0, 1))).to.equal(1);
+      expect(await fitBatch(own, relayer, remarks, 100)).to.equal(1);
+      // a larger batch refused later never raises the most
+      expect(refusedAsTooLarge(own, remarks)).to.equal(1);
+      // kinds mixed are held apart from each kind
+      expect(refusedAsTooLarge(own, [remarks[0]!, other, other, other])).to.equal(2);
+      expect(await fitBatch(own, relayer, [remarks[0]!, other, other], 100)).to.equal(2);
+      expect(await fitBatch(own, relayer, [other, other, other], 100)).to.equal(3);
+      // another connection learned none of it
+      expect(await fitBatch(api, relayer, remarks, 100)).to.equal(40);
+    } finally {
+      await own.disconnect();
     }
   });
 

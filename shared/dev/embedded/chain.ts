@@ -25,6 +25,12 @@ export interface ChainHandle {
    * and a promise of the next such answer (tests).
    */
   readonly alreadyImported: { readonly count: number; next(): Promise<void> };
+  /**
+   * From now on, a relayer batch (`utility` batch) of more than `calls` calls is refused as a node whose limits are
+   * tighter than the runtime's weight answer refuses it: 1010 "Transaction would exhaust the block limits" (tests).
+   * Undefined lifts it.
+   */
+  refuseBatchesOver(calls: number | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -78,7 +84,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   let answeredAlreadyImported = 0;
   alreadyImported.on('answered', () => (answeredAlreadyImported += 1));
   const beingBuilt = new Set<string>();
-  const context = await setupAsSubstrate(alreadyImported, beingBuilt, {
+  const limits: Limits = {};
+  const context = await setupAsSubstrate(alreadyImported, beingBuilt, limits, {
     genesis: spec as never,
     host: '127.0.0.1',
     port: 0,
@@ -124,6 +131,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
       front = await frontDoor(context.addr, port);
     },
     losePool: () => context.chain.txPool.clear(),
+    refuseBatchesOver: (calls) => (limits.batchCalls = calls),
     alreadyImported: {
       get count() {
         return answeredAlreadyImported;
@@ -158,15 +166,23 @@ type Handler = (request: { method: string; params?: unknown[] }, subscriptions: 
 
 const SUBMISSIONS = new Set(['author_submitExtrinsic', 'author_submitAndWatchExtrinsic']);
 
+/** Limits the node holds submissions to beyond the runtime's (`refuseBatchesOver`). */
+interface Limits {
+  batchCalls?: number;
+}
+
 /**
  * chopsticks' `setupWithServer`, its server answering as a Substrate node where chopsticks does not: bytes its pool
  * holds already, or a block being built took from it (`beingBuilt`), submitted again, are refused with 1013
  * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits
- * 'answered' at each such answer. Loaded after `loadChopsticks`, its parts share that quiet load.
+ * 'answered' at each such answer. While a test holds batches to a size (`limits`), a larger relayer batch is refused
+ * with 1010 "Transaction would exhaust the block limits", as a node whose limits the runtime's weight answer does not
+ * tell (a parachain's proof size) refuses it. Loaded after `loadChopsticks`, its parts share that quiet load.
  */
 async function setupAsSubstrate(
   alreadyImported: EventEmitter,
   beingBuilt: ReadonlySet<string>,
+  limits: Readonly<Limits>,
   argv: Record<string, unknown>,
 ): Promise<Context> {
   const from = createRequire(require.resolve('@acala-network/chopsticks'));
@@ -178,7 +194,23 @@ async function setupAsSubstrate(
   const { ResponseError } = from('@acala-network/chopsticks-core') as { ResponseError: new (code: number, message: string) => Error };
   const context = await setupContext(argv);
   const answer = handler(context);
+  const tooLarge = async (bytes: string, most: number) => {
+    const { method } = (await context.chain.head.registry).createType('Extrinsic', bytes);
+    return method.section === 'utility' && (method.args[0] as unknown as unknown[]).length > most;
+  };
+  const refusedAsTooLarge = (most: number) => {
+    const refusal = new ResponseError(1010, 'Invalid Transaction: Transaction would exhaust the block limits');
+    refusal.stack = `1010 ${refusal.message}: a batch of more than ${most} calls (a test's limit)`;
+    return Promise.reject(refusal);
+  };
   const substrate: Handler = (request, subscriptions) => {
+    const bytes = request.params?.[0] as `0x${string}`;
+    const most = limits.batchCalls;
+    if (SUBMISSIONS.has(request.method) && most !== undefined)
+      return tooLarge(bytes, most).then((refused) => (refused ? refusedAsTooLarge(most) : checked(request, subscriptions)));
+    return checked(request, subscriptions);
+  };
+  const checked: Handler = (request, subscriptions) => {
     const bytes = request.params?.[0] as `0x${string}`;
     if (SUBMISSIONS.has(request.method) && (beingBuilt.has(bytes) || context.chain.txPool.pendingExtrinsics.includes(bytes))) {
       alreadyImported.emit('answered');

@@ -169,17 +169,15 @@ export class AnchorService {
 
   /**
    * The node refused this signed batch as exhausting its limits: its kind's batches carry fewer calls (batch.ts).
-   * The new most, or 0 when the bytes no longer decode (a runtime upgraded since they were signed).
+   * The new most, or 0 when nothing was learned (the node away, bytes that no longer decode after a runtime upgrade).
    */
   async refusedAsTooLarge(network: Network, extrinsicHex: string): Promise<number> {
-    const api = await this.chains.api(network);
-    let calls: string[];
     try {
-      calls = callsOfBatch(api, extrinsicHex);
+      const api = await this.chains.api(network);
+      return refusedAsTooLarge(api, callsOfBatch(api, extrinsicHex));
     } catch {
       return 0;
     }
-    return refusedAsTooLarge(api, calls);
   }
 
   /** Signs the relayer's batch of these calls with the given nonce and a mortal era; nothing is sent. */

@@ -41,10 +41,14 @@ const FITTED_KEPT = 8;
 /** More than a signed extrinsic's bytes besides its calls (signature, address, era, nonce, tip, lengths). */
 const ENVELOPE_BYTES = 1024;
 
-/** What one batch may take: the utility pallet's call limit, and a share of the per-extrinsic weight and block length. */
+/**
+ * What one batch may take: the utility pallet's call limit, and a share of the per-extrinsic weight (its ref time and,
+ * under a runtime whose weights have one, its proof size: a node refuses an extrinsic over either) and block length.
+ */
 interface Limits {
   readonly calls: number;
   readonly weight: number;
+  readonly proof: number;
   readonly length: number;
 }
 
@@ -65,10 +69,11 @@ interface Limits {
  */
 export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes: readonly string[], max: number): Promise<number> {
   const consts = api.consts as unknown as Record<string, Record<string, any> | undefined>;
+  const most = weightParts(consts.system!.blockWeights!.perClass.normal.maxExtrinsic.unwrapOr(consts.system!.blockWeights!.maxBlock));
   const limits: Limits = {
     calls: Math.min(max, Number(consts.utility?.batchedCallsLimit?.toString() ?? max)),
-    weight:
-      refTime(consts.system!.blockWeights!.perClass.normal.maxExtrinsic.unwrapOr(consts.system!.blockWeights!.maxBlock)) * BATCH_SHARE,
+    weight: most.refTime * BATCH_SHARE,
+    proof: most.proofSize === undefined ? Infinity : most.proofSize * BATCH_SHARE,
     length: Number(consts.system!.blockLength!.max.normal.toString()) * BATCH_SHARE,
   };
   const seen = fitted.get(api) ?? fitted.set(api, new Map()).get(api)!;
@@ -80,7 +85,7 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
     const calls = callHexes.slice(0, count);
     const kind = kindOf(api, calls);
     // the node's refusal outranks the runtime's answer
-    const ceiling = ceilings.get(api)?.get(kind ?? mixed(api)) ?? Infinity;
+    const ceiling = ceilingOf(api, calls);
     if (count > ceiling) {
       count = ceiling;
       continue;
@@ -94,8 +99,8 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
         await askLargest(api, relayer, kind, calls, limits, remember).catch(() => undefined);
         if (known(kind, batch)) break;
       }
-      const weight = refTime((await tx.paymentInfo(relayer)).weight);
-      if (weight <= limits.weight) {
+      const weight = weightParts((await tx.paymentInfo(relayer)).weight);
+      if (fits(weight, limits)) {
         if (kind !== undefined) remember(kind, batch);
         break;
       }
@@ -106,17 +111,28 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
 }
 
 /**
- * The node refused a batch of these calls as exhausting its limits (1010), though the runtime's answer had it fit (a
- * limit that answer does not weigh: a parachain's proof size, a node's own length limit). From now on, on this
- * connection, a batch of their kind carries at most half as many calls; a refusal at that size halves it again, so
- * the calls go out in batches that fit within a few rounds, and one call always goes. Returns the new most.
+ * The node refused a batch of these calls as exhausting its limits (1010), though the runtime's answers had it fit
+ * (limits read before a runtime upgrade, a weight the runtime under-reports). From now on, for the process's connection
+ * to the node, a batch of their kind (kinds mixed apart; a batch mixing kinds takes the least of theirs) carries at most
+ * half as many calls; a refusal at that size halves it again, so the calls go out in batches that fit within a few
+ * rounds, and one call always goes. Never raised again while the process runs. Returns the new most.
  */
 export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[]): number {
   const byKind = ceilings.get(api) ?? ceilings.set(api, new Map()).get(api)!;
   const kind = kindOf(api, callHexes) ?? mixed(api);
-  const most = Math.max(1, Math.min(byKind.get(kind) ?? Infinity, Math.floor(callHexes.length / 2)));
-  byKind.set(kind, most);
+  const most = Math.max(1, Math.min(ceilingOf(api, callHexes), Math.floor(callHexes.length / 2)));
+  byKind.set(kind, Math.min(byKind.get(kind) ?? Infinity, most));
   return most;
+}
+
+/** The most calls a batch of these may carry after the node's refusals: the least of its kinds', and of kinds mixed when they are. */
+function ceilingOf(api: ApiPromise, callHexes: readonly string[]): number {
+  const byKind = ceilings.get(api);
+  if (!byKind) return Infinity;
+  const spec = api.runtimeVersion.specVersion.toString();
+  const kinds = new Set(callHexes.map((hex) => `${spec}:${hex.slice(0, 6)}`));
+  if (kinds.size > 1) kinds.add(mixed(api));
+  return Math.min(...[...kinds].map((kind) => byKind.get(kind) ?? Infinity));
 }
 
 /** The calls a relayer batch carries (its `utility.forceBatch` or `utility.batch`), as hex. */
@@ -127,8 +143,19 @@ export function callsOfBatch(api: ApiPromise, extrinsicHex: string): string[] {
 
 const mixed = (api: ApiPromise) => `${api.runtimeVersion.specVersion.toString()}:mixed`;
 
+/** A weight's ref time and, when it has one (weights v2), its proof size. */
+export interface WeightParts {
+  readonly refTime: number;
+  readonly proofSize?: number;
+}
+
+/** Within both parts of the limits. */
+export const fits = (weight: WeightParts, limits: Pick<Limits, 'weight' | 'proof'>) =>
+  weight.refTime <= limits.weight && (weight.proofSize ?? 0) <= limits.proof;
+
 /** How many calls of a batch of `count` that weighs `weight` would fit, its weight shared among them, a little under. */
-const asManyAsFit = (count: number, weight: number, limits: Limits) => Math.floor(((count * limits.weight) / weight) * 0.98);
+export const asManyAsFit = (count: number, weight: WeightParts, limits: Pick<Limits, 'weight' | 'proof'>) =>
+  Math.floor((count / Math.max(weight.refTime / limits.weight, (weight.proofSize ?? 0) / limits.proof)) * 0.98);
 
 /**
  * Asks the runtime, once per connection and kind, about the kind's largest batch: as many copies of the longest of
@@ -154,8 +181,8 @@ async function askLargest(
   let count = Math.min(limits.calls, Math.floor((limits.length - ENVELOPE_BYTES) / bytes));
   for (let question = 0; question < 2 && count > calls.length; question++) {
     asked.add(kind);
-    const weight = refTime((await batchOfCalls(api, Array<Call>(count).fill(call)).paymentInfo(relayer)).weight);
-    if (weight <= limits.weight) return remember(kind, { count, bytes: count * bytes });
+    const weight = weightParts((await batchOfCalls(api, Array<Call>(count).fill(call)).paymentInfo(relayer)).weight);
+    if (fits(weight, limits)) return remember(kind, { count, bytes: count * bytes });
     count = asManyAsFit(count, weight, limits);
   }
 }
@@ -168,10 +195,11 @@ function kindOf(api: ApiPromise, callHexes: readonly string[]): string | undefin
   return callHexes.every((hex) => hex.startsWith(index)) ? `${api.runtimeVersion.specVersion.toString()}:${index}` : undefined;
 }
 
-/** Weight as a number of ref-time units, from a v1 (plain) or v2 ({ refTime, proofSize }) weight. */
-function refTime(weight: { toJSON(): unknown } | unknown): number {
+/** A v1 (plain: ref time alone) or v2 ({ refTime, proofSize }) weight, as numbers. */
+export function weightParts(weight: { toJSON(): unknown } | unknown): WeightParts {
   const json = (weight as { toJSON?: () => unknown }).toJSON?.() ?? weight;
-  if (typeof json === 'number' || typeof json === 'string') return Number(json);
-  const v2 = json as { refTime?: number | string; ref_time?: number | string };
-  return Number(v2.refTime ?? v2.ref_time ?? 0);
+  if (typeof json === 'number' || typeof json === 'string') return { refTime: Number(json) };
+  const v2 = json as { refTime?: number | string; ref_time?: number | string; proofSize?: number | string; proof_size?: number | string };
+  const proofSize = v2.proofSize ?? v2.proof_size;
+  return { refTime: Number(v2.refTime ?? v2.ref_time ?? 0), ...(proofSize === undefined ? {} : { proofSize: Number(proofSize) }) };
 }

@@ -216,8 +216,8 @@ export function classifySubmitError(err: Error): Error {
 
 /**
  * 1010 "Transaction would exhaust the block limits": the batch is too heavy or too long for the node, though the
- * runtime's weight answer had it fit (a limit that answer does not weigh: a parachain's proof size, a node's own
- * length limit). Its calls go out again in smaller batches (`refusedAsTooLarge`, batch.ts).
+ * runtime's answers had it fit (limits read before a runtime upgrade, a weight the runtime under-reports). Its calls
+ * go out again in smaller batches (`refusedAsTooLarge`, batch.ts).
  */
 export class ExhaustsResources extends SubmissionRejected {
   override readonly name = 'ExhaustsResources';

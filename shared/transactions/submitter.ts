@@ -247,6 +247,8 @@ export class RelayerSubmitter {
           signedAtBlock: submission.signedAtBlock,
         });
       } catch (err) {
+        // too large for the node: the next batches are cut at once, before anything more is asked of it
+        const most = err instanceof ExhaustsResources ? await this.anchors.refusedAsTooLarge(network, submission.extrinsicHex) : 0;
         // Read the finalized head and the relayer's nonce in its state first, then look for the bytes: if they are not
         // in a block now, a finalized height past the era or a finalized nonce past ours means no fork can carry them.
         const { number: finalized, hash: finalizedHash } = await this.anchors.finalizedHead(network);
@@ -260,8 +262,6 @@ export class RelayerSubmitter {
             return requeue(this.app, this.announcer, submission, 'expired', `its nonce went to another extrinsic (${reason})`);
           // refused as they were sent: the node holds no copy, the bytes can only land if sent again, and won't be
           if (err instanceof SubmissionRejected && !err.mayStillLand) {
-            // too large for the node: its calls go out again in smaller batches
-            const most = err instanceof ExhaustsResources ? await this.anchors.refusedAsTooLarge(network, submission.extrinsicHex) : 0;
             return requeue(
               this.app,
               this.announcer,

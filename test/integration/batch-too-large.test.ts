@@ -26,9 +26,9 @@ describe('a relayer batch the node refuses as too large', function () {
   let config: ReturnType<typeof configWith>;
 
   before(async () => {
-    // blocks only when this test builds them; the node refuses any batch of more than one call
+    // blocks only when this test builds them; the node refuses any batch of more than three calls
     chain = await startLocalChain({ endow: [await relayerAddress(relayerSeed)], blocks: 3_600_000 });
-    chain.refuseBatchesOver(1);
+    chain.refuseBatchesOver(3);
     // after a batch, the next waits 3 s for calls to gather (or a block, which only this test builds): the calls
     // confirmed together are ready together by then, and go in one batch
     config = configWith({
@@ -49,10 +49,10 @@ describe('a relayer batch the node refuses as too large', function () {
     await chain?.stop();
   });
 
-  it('sends its calls again in smaller batches, halving at each refusal, each charged once and anchored once', async () => {
+  it('sends its calls again in batches of half as many, halving at each refusal, each charged once and anchored once', async () => {
     const org = await createOrg(app.context, 10_000);
     const key = await createKey(app.context, org);
-    const quoted = await Promise.all(Array.from({ length: 6 }, () => quote(app.url, key.token)));
+    const quoted = await Promise.all(Array.from({ length: 8 }, () => quote(app.url, key.token)));
     const fromBlock = (await api.rpc.chain.getHeader()).number.toNumber() + 1;
     const ids = await Promise.all(
       quoted.map(async ({ jobId }) => {
@@ -61,7 +61,7 @@ describe('a relayer batch the node refuses as too large', function () {
         return reply.body.transaction_id as string;
       }),
     );
-    // the chain jobs run now, all six confirmed: their calls are ready within the submitter's 3 s
+    // the chain jobs run now, all eight confirmed: their calls are ready within the submitter's 3 s
     chainWorkers = await startTestWorkers(config, ['chain']);
     // a block for what the node took, until every call is final
     await eventually(
@@ -86,12 +86,15 @@ describe('a relayer batch the node refuses as too large', function () {
       .orderBy('created_at')
       .select('status', 'items')) as { status: string; items: number }[];
     const refused = rows.filter((r) => r.status === 'rejected').map((r) => r.items);
-    expect(refused.length, 'a batch of several calls was refused').to.be.above(0);
-    expect(refused.every((items) => items > 1)).to.equal(true);
-    // each refusal halves the most a batch carries: 5 calls refused, then 2, then one at a time (with the first
-    // batch's share, at most three refusals), where the same size used to be refused at every round
-    expect(refused.length, `refused batches of ${refused.join(', ')} calls`).to.be.at.most(3);
+    const taken = rows.filter((r) => r.status !== 'rejected').map((r) => r.items);
+    expect(refused.length, 'a batch of more than three calls was refused').to.be.above(0);
+    expect(refused.every((items) => items > 3)).to.equal(true);
+    // each refusal halves the most a batch carries: eight calls refused in a batch of at most 8, then at most 4, then
+    // batches of at most 2 go (where the same size used to be refused at every round)
+    expect(refused.length, `refused batches of ${refused.join(', ')} calls`).to.be.at.most(2);
     for (let i = 1; i < refused.length; i++) expect(refused[i]).to.be.at.most(Math.floor(refused[i - 1]! / 2));
-    expect(rows.filter((r) => r.status !== 'rejected').every((r) => r.items === 1)).to.equal(true);
+    // and no further: the calls still share batches
+    expect(taken.every((items) => items <= 3)).to.equal(true);
+    expect(Math.max(...taken), `batches taken of ${taken.join(', ')} calls`).to.be.above(1);
   });
 });

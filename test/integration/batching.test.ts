@@ -218,30 +218,33 @@ describe('batched submission through one relayer submitter', function () {
     const own = await ApiPromise.create({ provider: new WsProvider(stack.config.chains[0]!.wsUrl), noInitWarn: true });
     try {
       const relayer = new Keyring({ type: 'sr25519' }).addFromUri('//Alice');
-      const remark = (bytes: number) => own.tx.system.remark(`0x${'cd'.repeat(bytes)}`).method.toHex();
-      const remarks = Array(40).fill(remark(50));
+      const remarks = Array(40).fill(own.tx.system.remark(`0x${'cd'.repeat(50)}`).method.toHex());
       const other = own.tx.system.remarkWithEvent('0x01').method.toHex();
-      expect(await fitBatch(own, relayer, remarks, 100), 'the runtime says 40 fit').to.equal(40);
+      const third = own.tx.balances.transferKeepAlive(relayer.address, 1).method.toHex();
+      const fit = (calls: string[]) => fitBatch(own, relayer, calls, 100);
+      expect(await fit(remarks), 'the runtime says 40 fit').to.equal(40);
       // a batch's calls, as the submitter reads them back from the refused bytes
       expect(callsOfBatch(own, batchOf(own, remarks).toHex())).to.deep.equal(remarks);
 
       expect(refusedAsTooLarge(own, remarks)).to.equal(20);
-      expect(await fitBatch(own, relayer, remarks, 100), 'the refusal outranks the runtime').to.equal(20);
-      expect(await fitBatch(own, relayer, remarks.slice(0, 12), 100), 'fewer than the most: all of them').to.equal(12);
-      expect(await fitBatch(own, relayer, [other, other, other], 100), 'another kind: untouched').to.equal(3);
-      expect(await fitBatch(own, relayer, [remarks[0]!, other, other], 100), 'kinds mixed: untouched').to.equal(3);
+      expect(await fit(remarks), 'the refusal outranks the runtime').to.equal(20);
+      expect(await fit(remarks.slice(0, 12)), 'fewer than the most: all of them').to.equal(12);
+      expect(await fit([other, other, other]), 'another kind: untouched').to.equal(3);
       // refused again at that size: halved again, down to one call, which always goes
       expect(refusedAsTooLarge(own, remarks.slice(0, 20))).to.equal(10);
-      expect(await fitBatch(own, relayer, remarks, 100)).to.equal(10);
+      expect(await fit(remarks)).to.equal(10);
       expect(refusedAsTooLarge(own, remarks.slice(0, 3))).to.equal(1);
       expect(refusedAsTooLarge(own, remarks.slice(0, 1))).to.equal(1);
-      expect(await fitBatch(own, relayer, remarks, 100)).to.equal(1);
+      expect(await fit(remarks)).to.equal(1);
       // a larger batch refused later never raises the most
       expect(refusedAsTooLarge(own, remarks)).to.equal(1);
-      // kinds mixed are held apart from each kind
-      expect(refusedAsTooLarge(own, [remarks[0]!, other, other, other])).to.equal(2);
-      expect(await fitBatch(own, relayer, [remarks[0]!, other, other], 100)).to.equal(2);
-      expect(await fitBatch(own, relayer, [other, other, other], 100)).to.equal(3);
+      // a batch mixing kinds carries no more than the least of its kinds may; a refusal of kinds mixed holds them alone
+      expect(await fit([remarks[0]!, other, other]), 'mixed with the refused kind').to.equal(1);
+      expect(await fit([other, third, other, third]), 'kinds mixed, none refused').to.equal(4);
+      expect(refusedAsTooLarge(own, [other, third, other, third])).to.equal(2);
+      expect(await fit([other, third, other, third])).to.equal(2);
+      expect(await fit([other, other, other]), 'each kind alone: untouched').to.equal(3);
+      expect(await fit([third, third, third])).to.equal(3);
       // another connection learned none of it
       expect(await fitBatch(api, relayer, remarks, 100)).to.equal(40);
     } finally {

@@ -100,11 +100,11 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
         if (known(kind, batch)) break;
       }
       const weight = weightParts((await tx.paymentInfo(relayer)).weight);
-      if (fits(weight, limits)) {
+      if (fits(weight, tx.encodedLength, limits)) {
         if (kind !== undefined) remember(kind, batch);
         break;
       }
-      count = Math.max(1, Math.min(count - 1, asManyAsFit(count, weight, limits))); // one call always goes
+      count = Math.max(1, Math.min(count - 1, asManyAsFit(count, weight, tx.encodedLength, limits))); // one call always goes
     } else count = Math.floor(count / 2);
   }
   return count;
@@ -112,10 +112,10 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
 
 /**
  * The node refused a batch of these calls as exhausting its limits (1010), though the runtime's answers had it fit
- * (limits read before a runtime upgrade, a weight the runtime under-reports). From now on, for the process's connection
- * to the node, a batch of their kind (kinds mixed apart; a batch mixing kinds takes the least of theirs) carries at most
+ * (a weight the runtime under-reports, a node that counts more than they tell). From now on, for the process's
+ * connection to the node and the runtime's version, a batch of their kind (kinds mixed apart; a batch mixing kinds takes the least of theirs) carries at most
  * half as many calls; a refusal at that size halves it again, so the calls go out in batches that fit within a few
- * rounds, and one call always goes. Never raised again while the process runs. Returns the new most.
+ * rounds, and one call always goes. Never raised again while the process and the runtime last. Returns the new most.
  */
 export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[]): number {
   const byKind = ceilings.get(api) ?? ceilings.set(api, new Map()).get(api)!;
@@ -149,13 +149,25 @@ export interface WeightParts {
   readonly proofSize?: number;
 }
 
-/** Within both parts of the limits. */
-export const fits = (weight: WeightParts, limits: Pick<Limits, 'weight' | 'proof'>) =>
-  weight.refTime <= limits.weight && (weight.proofSize ?? 0) <= limits.proof;
+/**
+ * The proof an extrinsic of this weight and `length` bytes takes: its weight's proof size and, as newer nodes count
+ * it, its own length; none under weights v1.
+ */
+const proofOf = (weight: WeightParts, length: number) => (weight.proofSize === undefined ? 0 : weight.proofSize + length);
 
-/** How many calls of a batch of `count` that weighs `weight` would fit, its weight shared among them, a little under. */
-export const asManyAsFit = (count: number, weight: WeightParts, limits: Pick<Limits, 'weight' | 'proof'>) =>
-  Math.floor((count / Math.max(weight.refTime / limits.weight, (weight.proofSize ?? 0) / limits.proof)) * 0.98);
+/** Within both parts of the limits. */
+export const fits = (weight: WeightParts, length: number, limits: Pick<Limits, 'weight' | 'proof'>) =>
+  weight.refTime <= limits.weight && proofOf(weight, length) <= limits.proof;
+
+/**
+ * How many calls of a batch of `count` that weighs `weight` (`length` bytes) would fit, its weight shared among them, a
+ * little under, by the part it is most over; at least one. A part of nothing is over no limit, a limit of nothing too.
+ */
+export function asManyAsFit(count: number, weight: WeightParts, length: number, limits: Pick<Limits, 'weight' | 'proof'>): number {
+  const over = (used: number, limit: number) => (used === 0 ? 0 : used / limit);
+  const most = Math.floor((count / Math.max(over(weight.refTime, limits.weight), over(proofOf(weight, length), limits.proof))) * 0.98);
+  return Number.isFinite(most) ? Math.max(1, most) : count;
+}
 
 /**
  * Asks the runtime, once per connection and kind, about the kind's largest batch: as many copies of the longest of
@@ -181,9 +193,10 @@ async function askLargest(
   let count = Math.min(limits.calls, Math.floor((limits.length - ENVELOPE_BYTES) / bytes));
   for (let question = 0; question < 2 && count > calls.length; question++) {
     asked.add(kind);
-    const weight = weightParts((await batchOfCalls(api, Array<Call>(count).fill(call)).paymentInfo(relayer)).weight);
-    if (fits(weight, limits)) return remember(kind, { count, bytes: count * bytes });
-    count = asManyAsFit(count, weight, limits);
+    const largest = batchOfCalls(api, Array<Call>(count).fill(call));
+    const weight = weightParts((await largest.paymentInfo(relayer)).weight);
+    if (fits(weight, largest.encodedLength, limits)) return remember(kind, { count, bytes: count * bytes });
+    count = asManyAsFit(count, weight, largest.encodedLength, limits);
   }
 }
 

@@ -216,7 +216,7 @@ export function classifySubmitError(err: Error): Error {
 
 /**
  * 1010 "Transaction would exhaust the block limits": the batch is too heavy or too long for the node, though the
- * runtime's answers had it fit (limits read before a runtime upgrade, a weight the runtime under-reports). Its calls
+ * runtime's answers had it fit (a weight the runtime under-reports, a node that counts more than they tell). Its calls
  * go out again in smaller batches (`refusedAsTooLarge`, batch.ts).
  */
 export class ExhaustsResources extends SubmissionRejected {

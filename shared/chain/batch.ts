@@ -113,9 +113,10 @@ export async function fitBatch(api: ApiPromise, relayer: KeyringPair, callHexes:
 /**
  * The node refused a batch of these calls as exhausting its limits (1010), though the runtime's answers had it fit
  * (a weight the runtime under-reports, a node that counts more than they tell). From now on, for the process's
- * connection to the node and the runtime's version, a batch of their kind (kinds mixed apart; a batch mixing kinds takes the least of theirs) carries at most
- * half as many calls; a refusal at that size halves it again, so the calls go out in batches that fit within a few
- * rounds, and one call always goes. Never raised again while the process and the runtime last. Returns the new most.
+ * connection to the node and the runtime's version, a batch of their kind (kinds mixed apart; a batch mixing kinds
+ * takes the least of theirs) carries at most half as many calls; a refusal at that size halves it again, so the calls
+ * go out in batches that fit within a few rounds, and one call always goes. Never raised again while the process and
+ * the runtime last. Returns the new most.
  */
 export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[]): number {
   const byKind = ceilings.get(api) ?? ceilings.set(api, new Map()).get(api)!;
@@ -125,7 +126,7 @@ export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[])
   return most;
 }
 
-/** The most calls a batch of these may carry after the node's refusals: the least of its kinds', and of kinds mixed when they are. */
+/** The most calls a batch of these may carry after the node's refusals: the least of its kinds', and of kinds mixed. */
 function ceilingOf(api: ApiPromise, callHexes: readonly string[]): number {
   const byKind = ceilings.get(api);
   if (!byKind) return Infinity;

@@ -26,8 +26,8 @@ export interface ChainHandle {
    */
   readonly alreadyImported: { readonly count: number; next(): Promise<void> };
   /**
-   * From now on, a relayer batch (`utility` batch) of more than `calls` calls is refused as a node whose limits are
-   * tighter than the runtime's weight answer refuses it: 1010 "Transaction would exhaust the block limits" (tests).
+   * From now on, a relayer batch (`utility` batch) of more than `calls` calls is refused as a node refuses a batch too
+   * large for it: 1010 "Transaction would exhaust the block limits" (tests).
    * Undefined lifts it.
    */
   refuseBatchesOver(calls: number | undefined): void;
@@ -176,8 +176,7 @@ interface Limits {
  * holds already, or a block being built took from it (`beingBuilt`), submitted again, are refused with 1013
  * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits
  * 'answered' at each such answer. While a test holds batches to a size (`limits`), a larger relayer batch is refused
- * with 1010 "Transaction would exhaust the block limits", as a node whose limits the runtime's weight answer does not
- * tell (a parachain's proof size) refuses it. Loaded after `loadChopsticks`, its parts share that quiet load.
+ * with 1010 "Transaction would exhaust the block limits", as a node refuses a batch too large for it. Loaded after `loadChopsticks`, its parts share that quiet load.
  */
 async function setupAsSubstrate(
   alreadyImported: EventEmitter,

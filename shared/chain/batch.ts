@@ -130,8 +130,7 @@ export function refusedAsTooLarge(api: ApiPromise, callHexes: readonly string[])
 function ceilingOf(api: ApiPromise, callHexes: readonly string[]): number {
   const byKind = ceilings.get(api);
   if (!byKind) return Infinity;
-  const spec = api.runtimeVersion.specVersion.toString();
-  const kinds = new Set(callHexes.map((hex) => `${spec}:${hex.slice(0, 6)}`));
+  const kinds = new Set(callHexes.map((hex) => kindKey(api, hex.slice(0, 6))));
   if (kinds.size > 1) kinds.add(mixed(api));
   return Math.min(...[...kinds].map((kind) => byKind.get(kind) ?? Infinity));
 }
@@ -142,7 +141,7 @@ export function callsOfBatch(api: ApiPromise, extrinsicHex: string): string[] {
   return (extrinsic.method.args[0] as unknown as Call[]).map((call) => call.toHex());
 }
 
-const mixed = (api: ApiPromise) => `${api.runtimeVersion.specVersion.toString()}:mixed`;
+const mixed = (api: ApiPromise) => kindKey(api, 'mixed');
 
 /** A weight's ref time and, when it has one (weights v2), its proof size. */
 export interface WeightParts {
@@ -206,8 +205,11 @@ const covers = (a: Fitted, b: Fitted) => b.count <= a.count && b.bytes <= a.byte
 /** The runtime version and the one kind of these calls (their first two bytes), or undefined when they mix kinds. */
 function kindOf(api: ApiPromise, callHexes: readonly string[]): string | undefined {
   const index = callHexes[0]!.slice(0, 6);
-  return callHexes.every((hex) => hex.startsWith(index)) ? `${api.runtimeVersion.specVersion.toString()}:${index}` : undefined;
+  return callHexes.every((hex) => hex.startsWith(index)) ? kindKey(api, index) : undefined;
 }
+
+/** A kind of call (its first two bytes, or `mixed`) under the runtime's version: what is learned of it lasts as long as that version. */
+const kindKey = (api: ApiPromise, kind: string) => `${api.runtimeVersion.specVersion.toString()}:${kind}`;
 
 /** A v1 (plain: ref time alone) or v2 ({ refTime, proofSize }) weight, as numbers. */
 export function weightParts(weight: { toJSON(): unknown } | unknown): WeightParts {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { createStorage, type Storage } from '../../shared/storage/s3';
 import { getObject, headObject, putObject, S3RequestError } from '../../shared/storage/objects';
 import { configWith } from '../helpers/services';
@@ -25,6 +26,28 @@ describe('storage objects: presigned HEAD, GET and PUT', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of await getObject(storage, key, head!.etag)) chunks.push(chunk as Buffer);
     expect(Buffer.concat(chunks).equals(body)).to.equal(true);
+  });
+
+  it('is read-after-write consistent: a GET right after a PUT, or during one, reads a whole object', async () => {
+    const key = `test-objects/${randomUUID()}`;
+    // a plain GET, as the certificate test reads its PDF: no If-Match that an overwrite would fail
+    const read = async () => {
+      const got = await storage.client.send(new GetObjectCommand({ Bucket: storage.bucket, Key: key }));
+      return Buffer.from(await got.Body!.transformToByteArray());
+    };
+    let before: Buffer | undefined;
+    for (let round = 0; round < 30; round++) {
+      const body = randomBytes(256 * 1024 + round);
+      // readers racing the overwrite see the old object or the new one, whole
+      const racing = before ? [read(), read()] : [];
+      await putObject(storage, key, body, 'application/pdf');
+      for (const seen of await Promise.all(racing))
+        expect(seen.equals(before!) || seen.equals(body), `round ${round}, during`).to.equal(true);
+      const after = await read();
+      expect(after.length, `round ${round}: the bytes just stored`).to.equal(body.length);
+      expect(after.equals(body)).to.equal(true);
+      before = body;
+    }
   });
 
   it("refuses a GET whose ETag no longer matches, with S3's status and code", async () => {

@@ -1,4 +1,9 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { S3RequestPresigner } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -28,6 +33,7 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     directory: path.join(dataDir, 's3'),
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  readAfterWrite(server.context.store as unknown as FilesystemStore);
   server.middleware.unshift(writeOnceAudio(server, bucket));
   server.middleware.unshift(conditionalReads());
   server.middleware.unshift(singlePutLimit());
@@ -38,6 +44,52 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     accessKeyId: ACCESS_KEY_ID,
     secretAccessKey: SECRET_ACCESS_KEY,
     stop: () => server.close(),
+  };
+}
+
+/** What `readAfterWrite` uses of s3rver's filesystem store (s3rver 3, lib/stores/filesystem.js). */
+interface FilesystemStore {
+  getResourcePath(bucket: string, key: string, resource: string): string;
+  putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+  putObject(object: { bucket: string; key: string; content: Buffer | Readable; metadata: Record<string, string> }): Promise<{
+    size: number;
+    md5: string;
+  }>;
+}
+
+/**
+ * S3 is read-after-write consistent: once a PUT has answered, a GET returns the new bytes. s3rver's store
+ * answers before its write stream has flushed (and truncates the old object first), so a GET right after a
+ * PUT could read an empty or partial object (a CI run's certificate test read a PDF of zero bytes). Here a
+ * PUT writes a temporary file, then its MD5 and metadata, and renames the file into place before it answers:
+ * a reader sees the old object or the new one, never a part, and a new object exists only once whole.
+ */
+function readAfterWrite(store: FilesystemStore): void {
+  store.putObject = async (object) => {
+    const objectPath = store.getResourcePath(object.bucket, object.key, 'object');
+    await mkdir(path.dirname(objectPath), { recursive: true });
+    // not `._S3rver_object`: s3rver's listing never shows the temporary file
+    const partial = `${objectPath}.${randomUUID()}.partial`;
+    const md5 = createHash('md5');
+    let size = 0;
+    const measure = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        md5.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    const content = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
+    try {
+      await pipeline(content, measure, createWriteStream(partial));
+      const digest = md5.digest('hex');
+      await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+      await rename(partial, objectPath);
+      return { size, md5: digest };
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw error;
+    }
   };
 }
 

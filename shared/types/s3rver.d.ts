@@ -16,3 +16,12 @@ declare module 's3rver' {
     context: Koa['context'] & { store: unknown };
   }
 }
+
+declare module 's3rver/lib/models/error' {
+  /** s3rver's S3 error: thrown by a store or a middleware, answered with S3's status for its code, in S3's XML. */
+  export default class S3Error extends Error {
+    constructor(code: string, message: string, detail?: Record<string, string>);
+    readonly code: string;
+    readonly status: number;
+  }
+}

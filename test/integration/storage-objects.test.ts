@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { createStorage, type Storage } from '../../shared/storage/s3';
 import { getObject, headObject, putObject, S3RequestError } from '../../shared/storage/objects';
@@ -33,7 +33,11 @@ describe('storage objects: presigned HEAD, GET and PUT', () => {
     // a plain GET, as the certificate test reads its PDF: no If-Match that an overwrite would fail
     const read = async () => {
       const got = await storage.client.send(new GetObjectCommand({ Bucket: storage.bucket, Key: key }));
-      return Buffer.from(await got.Body!.transformToByteArray());
+      const bytes = Buffer.from(await got.Body!.transformToByteArray());
+      // one object's bytes, size and ETag, never one's bytes under another's
+      expect(got.ContentLength).to.equal(bytes.length);
+      expect(got.ETag).to.equal(`"${createHash('md5').update(bytes).digest('hex')}"`);
+      return bytes;
     };
     let before: Buffer | undefined;
     for (let round = 0; round < 30; round++) {
@@ -48,6 +52,18 @@ describe('storage objects: presigned HEAD, GET and PUT', () => {
       expect(after.equals(body)).to.equal(true);
       before = body;
     }
+  });
+
+  it('stores one of two PUTs sent at once to an audio key and refuses the other with 412, as a write-once bucket does', async () => {
+    const key = `audio/test-objects/${randomUUID()}`;
+    const bodies = [randomBytes(512 * 1024), randomBytes(512 * 1024)];
+    const outcomes = await Promise.allSettled(bodies.map((body) => putObject(storage, key, body, 'audio/mpeg')));
+    const stored = outcomes.findIndex((o) => o.status === 'fulfilled');
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => failure(o.reason));
+    expect(stored).to.not.equal(-1);
+    expect(refused.map((err) => [err.status, err.code])).to.deep.equal([[412, 'PreconditionFailed']]);
+    const head = await headObject(storage, key);
+    expect(head?.etag).to.equal(`"${createHash('md5').update(bodies[stored]!).digest('hex')}"`);
   });
 
   it("refuses a GET whose ETag no longer matches, with S3's status and code", async () => {

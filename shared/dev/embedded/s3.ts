@@ -1,16 +1,15 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { S3RequestPresigner } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { freePort } from './net';
+import { consistentStore, type FilesystemStore } from './s3-store';
 
 const ACCESS_KEY_ID = 'S3RVER';
 const SECRET_ACCESS_KEY = 'S3RVER';
+/** Keys under it are write-once (`writeOnceAudio`). */
+const AUDIO_PREFIX = 'audio/';
+const USED_UPLOAD_URL = 'This upload URL has already been used';
 
 export interface S3Handle {
   readonly endpoint: string;
@@ -25,7 +24,7 @@ export interface S3Handle {
  * so presigned requests are verified here first, as S3 does: an upload URL cannot be pointed elsewhere.
  */
 export async function startS3rver(dataDir: string, bucket: string, port?: number): Promise<S3Handle> {
-  const { default: S3rver } = await import('s3rver');
+  const [{ default: S3rver }, { default: S3Error }] = await Promise.all([import('s3rver'), import('s3rver/lib/models/error')]);
   const server = new S3rver({
     address: '127.0.0.1',
     port: port ?? (await freePort()),
@@ -33,7 +32,10 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     directory: path.join(dataDir, 's3'),
     configureBuckets: [{ name: bucket, configs: [] }],
   });
-  readAfterWrite(server.context.store as unknown as FilesystemStore);
+  consistentStore(server.context.store as FilesystemStore, {
+    writeOnce: (inBucket, key) => inBucket === bucket && key.startsWith(AUDIO_PREFIX),
+    refusal: () => new S3Error('PreconditionFailed', USED_UPLOAD_URL),
+  });
   server.middleware.unshift(writeOnceAudio(server, bucket));
   server.middleware.unshift(conditionalReads());
   server.middleware.unshift(singlePutLimit());
@@ -47,52 +49,6 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
   };
 }
 
-/** What `readAfterWrite` uses of s3rver's filesystem store (s3rver 3, lib/stores/filesystem.js). */
-interface FilesystemStore {
-  getResourcePath(bucket: string, key: string, resource: string): string;
-  putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
-  putObject(object: { bucket: string; key: string; content: Buffer | Readable; metadata: Record<string, string> }): Promise<{
-    size: number;
-    md5: string;
-  }>;
-}
-
-/**
- * S3 is read-after-write consistent: once a PUT has answered, a GET returns the new bytes. s3rver's store
- * answers before its write stream has flushed (and truncates the old object first), so a GET right after a
- * PUT could read an empty or partial object (a CI run's certificate test read a PDF of zero bytes). Here a
- * PUT writes a temporary file, then its MD5 and metadata, and renames the file into place before it answers:
- * a reader sees the old object or the new one, never a part, and a new object exists only once whole.
- */
-function readAfterWrite(store: FilesystemStore): void {
-  store.putObject = async (object) => {
-    const objectPath = store.getResourcePath(object.bucket, object.key, 'object');
-    await mkdir(path.dirname(objectPath), { recursive: true });
-    // not `._S3rver_object`: s3rver's listing never shows the temporary file
-    const partial = `${objectPath}.${randomUUID()}.partial`;
-    const md5 = createHash('md5');
-    let size = 0;
-    const measure = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        md5.update(chunk);
-        size += chunk.length;
-        done(null, chunk);
-      },
-    });
-    const content = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
-    try {
-      await pipeline(content, measure, createWriteStream(partial));
-      const digest = md5.digest('hex');
-      await store.putMetadata(object.bucket, object.key, object.metadata, digest);
-      await rename(partial, objectPath);
-      return { size, md5: digest };
-    } catch (error) {
-      await rm(partial, { force: true });
-      throw error;
-    }
-  };
-}
-
 /** An S3 error response, in S3's XML. */
 function s3Error(ctx: { status: number; type: string; body: unknown }, status: number, code: string, message: string): void {
   ctx.status = status;
@@ -103,11 +59,13 @@ function s3Error(ctx: { status: number; type: string; body: unknown }, status: n
 /**
  * Audio objects are write-once: a PUT to an `audio/` key that already exists answers 412, as a bucket with a
  * write-once (conditional write) rule does. This is what makes an upload URL single-use: a second PUT
- * through it can never replace the bytes prepare hashes. See README, "Uploads".
+ * through it can never replace the bytes prepare hashes. See README, "Uploads". Answered here before the body
+ * arrives; a PUT that got past this while another was still streaming is refused by the store, in its key's
+ * turn (`consistentStore`).
  */
 function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }, bucket: string) {
   const store = server.context.store as { existsObject(bucket: string, key: string): Promise<boolean> };
-  const prefix = `/${bucket}/audio/`;
+  const prefix = `/${bucket}/${AUDIO_PREFIX}`;
   return async (
     ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown },
     next: () => Promise<void>,
@@ -115,7 +73,7 @@ function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }
     if (ctx.method === 'PUT' && ctx.path.startsWith(prefix) && !ctx.get('x-amz-copy-source')) {
       const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
       if (await store.existsObject(bucket, key)) {
-        return s3Error(ctx, 412, 'PreconditionFailed', 'This upload URL has already been used');
+        return s3Error(ctx, 412, 'PreconditionFailed', USED_UPLOAD_URL);
       }
     }
     await next();

@@ -17,7 +17,7 @@ declare module 's3rver' {
   }
 }
 
-declare module 's3rver/lib/models/error' {
+declare module 's3rver/lib/models/error.js' {
   /** s3rver's S3 error: thrown by a store or a middleware, answered with S3's status for its code, in S3's XML. */
   export default class S3Error extends Error {
     constructor(code: string, message: string, detail?: Record<string, string>);

@@ -5,12 +5,12 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import S3rver from 's3rver';
-import S3Error from 's3rver/lib/models/error';
+import S3Error from 's3rver/lib/models/error.js';
 import { consistentStore, type FilesystemStore, type KeyQueue } from '../../shared/dev/embedded/s3-store';
 
 /** What a test reads of s3rver's answer to a GET: the object's metadata and its bytes. */
 interface Stored {
-  readonly metadata: { readonly etag: string; readonly 'content-length': number };
+  readonly metadata: { readonly etag: string; readonly 'content-length': number; readonly 'content-type': string };
   readonly content: Readable;
 }
 
@@ -44,7 +44,8 @@ describe('embedded S3 store: read-after-write, one object per answer, write-once
     if (!stored) return undefined;
     const chunks: Buffer[] = [];
     for await (const chunk of stored.content) chunks.push(chunk as Buffer);
-    return { bytes: Buffer.concat(chunks), etag: stored.metadata.etag, size: Number(stored.metadata['content-length']) };
+    const { etag, 'content-type': type } = stored.metadata;
+    return { bytes: Buffer.concat(chunks), etag, type, size: Number(stored.metadata['content-length']) };
   };
   /** Resolves once `settled` has, or `ready()` holds, checked at each turn of the event loop. */
   const until = async (ready: () => boolean, settled: Promise<unknown>) => {
@@ -133,12 +134,12 @@ describe('embedded S3 store: read-after-write, one object per answer, write-once
     const old = randomBytes(10_000);
     await put(key, old);
     const original = store.putMetadata.bind(store);
-    // the new MD5 written, then the metadata's write fails
+    // the new MD5 and metadata written, then the commit fails
     store.putMetadata = async (b, k, metadata, digest) => {
       await original(b, k, metadata, digest);
       throw new Error('disk full');
     };
-    const failed = await put(key, randomBytes(10_000)).then(
+    const failed = await store.putObject({ bucket, key, content: randomBytes(10_000), metadata: { 'content-type': 'image/png' } }).then(
       () => undefined,
       (err: Error) => err,
     );
@@ -146,6 +147,7 @@ describe('embedded S3 store: read-after-write, one object per answer, write-once
     const seen = await get(key);
     expect(seen!.bytes.equals(old)).to.equal(true);
     expect(seen!.etag).to.equal(md5(old));
+    expect(seen!.type, 'the type the object was stored with').to.equal('application/pdf');
     const files = await readdir(path.join(dir, bucket, 'pdf'));
     expect(files.filter((f) => f.endsWith('.partial'))).to.deep.equal([]);
   });

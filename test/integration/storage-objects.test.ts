@@ -2,9 +2,11 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { CopyObjectCommand, GetObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { createStorage, type Storage } from '../../shared/storage/s3';
 import { getObject, headObject, putObject, S3RequestError } from '../../shared/storage/objects';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { presign } from '../../shared/storage/presign';
 import { configWith } from '../helpers/services';
 
 /** The hot paths' object requests (shared/storage/objects.ts), against the test S3 server and against a failing one. */
@@ -64,6 +66,95 @@ describe('storage objects: presigned HEAD, GET and PUT', () => {
     expect(refused.map((err) => [err.status, err.code])).to.deep.equal([[412, 'PreconditionFailed']]);
     const head = await headObject(storage, key);
     expect(head?.etag).to.equal(`"${createHash('md5').update(bodies[stored]!).digest('hex')}"`);
+  });
+
+  it('refuses an upload URL sent with an x-amz header it does not sign: no copy of another object, no metadata of its own', async () => {
+    const key = `audio/test-objects/${randomUUID()}`;
+    const other = `test-objects/${randomUUID()}`;
+    await putObject(storage, other, randomBytes(2000), 'audio/mpeg');
+    const url = new URL(await presign(storage, 'PUT', key, 60));
+    const send = (headers: Record<string, string>, body: Buffer = Buffer.alloc(0)) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(url, { method: 'PUT', headers: { 'Content-Length': String(body.length), ...headers } }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const attempts: [Record<string, string>, Buffer | undefined][] = [
+      [{ 'x-amz-copy-source': `/${storage.bucket}/${other}` }, undefined],
+      [{ 'x-amz-meta-owner': 'someone else' }, randomBytes(100)],
+    ];
+    for (const [headers, body] of attempts) {
+      const answer = await send(headers, body);
+      expect([answer.status, /<Code>(\w+)<\/Code>/.exec(answer.body)?.[1]], JSON.stringify(headers)).to.deep.equal([403, 'AccessDenied']);
+    }
+    expect(await headObject(storage, key)).to.equal(undefined);
+    // the URL itself still works, once
+    expect((await send({ 'Content-Type': 'audio/mpeg' }, randomBytes(100))).status).to.equal(200);
+  });
+
+  it('refuses a request signed in its Authorization header that carries an x-amz header the signature leaves out', async () => {
+    const source = `test-objects/${randomUUID()}`;
+    await putObject(storage, source, randomBytes(500), 'audio/mpeg');
+    const { endpoint, accessKeyId, secretAccessKey, region } = configWith({}).s3;
+    const signer = new SignatureV4({
+      credentials: { accessKeyId, secretAccessKey },
+      region,
+      service: 's3',
+      sha256: storage.client.config.sha256,
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
+    const target = new URL(endpoint!);
+    const copyOnto = async (key: string, signCopySource: boolean) => {
+      const copySource = `/${storage.bucket}/${source}`;
+      const headers: Record<string, string> = { host: target.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' };
+      if (signCopySource) headers['x-amz-copy-source'] = copySource;
+      const signed = await signer.sign({
+        method: 'PUT',
+        protocol: 'http:',
+        hostname: target.hostname,
+        port: Number(target.port),
+        path: `/${storage.bucket}/${key}`,
+        query: {},
+        headers,
+      } as never);
+      const sent = { ...(signed as unknown as { headers: Record<string, string> }).headers, 'x-amz-copy-source': copySource };
+      return new Promise<number>((resolve, reject) => {
+        const req = http.request(new URL(`/${storage.bucket}/${key}`, endpoint), { method: 'PUT', headers: sent }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    };
+    const key = `test-objects/${randomUUID()}`;
+    expect(await copyOnto(key, false), 'the copy source added after signing').to.equal(403);
+    expect(await headObject(storage, key)).to.equal(undefined);
+    expect(await copyOnto(key, true), 'the copy source signed').to.equal(200);
+    expect((await headObject(storage, key))?.size).to.equal(500);
+  });
+
+  it('refuses a signed copy onto an audio key that holds an object (write-once), and copies elsewhere as S3 does', async () => {
+    const source = `test-objects/${randomUUID()}`;
+    const body = randomBytes(3000);
+    await putObject(storage, source, body, 'audio/mpeg');
+    const audio = `audio/test-objects/${randomUUID()}`;
+    await putObject(storage, audio, randomBytes(3000), 'audio/mpeg');
+    const copy = (key: string) =>
+      storage.client.send(new CopyObjectCommand({ Bucket: storage.bucket, Key: key, CopySource: `${storage.bucket}/${source}` }));
+    const refused = await copy(audio).then(
+      () => expect.fail('a copy replaced an audio object'),
+      (err: S3ServiceException) => err,
+    );
+    expect([refused.$metadata.httpStatusCode, refused.name]).to.deep.equal([412, 'PreconditionFailed']);
+    const elsewhere = `test-objects/${randomUUID()}`;
+    await copy(elsewhere);
+    expect((await headObject(storage, elsewhere))?.etag).to.equal(`"${createHash('md5').update(body).digest('hex')}"`);
   });
 
   it("refuses a GET whose ETag no longer matches, with S3's status and code", async () => {

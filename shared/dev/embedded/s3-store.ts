@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -58,8 +57,11 @@ export class KeyQueue {
  *   one upload URL store one object, as a bucket with a write-once rule does (the request's own check, before
  *   the body arrives, cannot see a PUT still streaming).
  *
- * If the metadata or the rename fails, the stored MD5 is removed: s3rver then computes the ETag from the bytes
- * in place.
+ * If the metadata or the rename fails, the MD5 and metadata the key had are put back (or removed, for a new
+ * key): the object in place keeps its own ETag and type. A DELETE removes a folder its key leaves empty, which
+ * a PUT to another key of that folder may have just made: the PUT makes it again, and the DELETE, its object
+ * gone, does not fail on the folder. s3rver's `copyObject` is left as it is: nothing of the service copies, and
+ * a copy must be signed with the server's credentials (`s3.ts`).
  */
 export function consistentStore(
   store: FilesystemStore,
@@ -74,10 +76,14 @@ export function consistentStore(
   const getObject = store.getObject.bind(store);
   const deleteObject = store.deleteObject.bind(store);
   store.getObject = (bucket, key, range) => turn(bucket, key, () => getObject(bucket, key, range));
-  store.deleteObject = (bucket, key) => turn(bucket, key, () => deleteObject(bucket, key));
+  store.deleteObject = (bucket, key) =>
+    turn(bucket, key, () =>
+      deleteObject(bucket, key).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOTEMPTY') throw error; // the object is gone; another key's file is in its folder now
+      }),
+    );
   store.putObject = async ({ bucket, key, content, metadata }) => {
     const objectPath = store.getResourcePath(bucket, key, 'object');
-    await mkdir(path.dirname(objectPath), { recursive: true });
     const partial = `${objectPath}.${randomUUID()}.partial`;
     const md5 = createHash('md5');
     let size = 0;
@@ -89,15 +95,18 @@ export function consistentStore(
       },
     });
     try {
-      await pipeline(Buffer.isBuffer(content) ? Readable.from([content]) : content, measure, createWriteStream(partial));
+      const file = await create(partial);
+      await pipeline(Buffer.isBuffer(content) ? Readable.from([content]) : content, measure, file.createWriteStream());
       const digest = md5.digest('hex');
       await turn(bucket, key, async () => {
         if (options.writeOnce(bucket, key) && (await exists(objectPath))) throw options.refusal();
+        const described = ['object.md5', 'metadata.json'].map((resource) => store.getResourcePath(bucket, key, resource));
+        const before = await Promise.all(described.map((file) => readFile(file).catch(absent)));
         try {
           await store.putMetadata(bucket, key, metadata, digest);
           await rename(partial, objectPath);
         } catch (error) {
-          await rm(store.getResourcePath(bucket, key, 'object.md5'), { force: true });
+          await Promise.all(described.map((file, i) => (before[i] ? writeFile(file, before[i]) : rm(file, { force: true }))));
           throw error;
         }
       });
@@ -109,11 +118,25 @@ export function consistentStore(
   return turns;
 }
 
+/** A new file, and its folder: made again if a DELETE removed it meanwhile (it removes a folder it leaves empty). */
+async function create(file: string): Promise<FileHandle> {
+  for (let attempt = 1; ; attempt++) {
+    await mkdir(path.dirname(file), { recursive: true });
+    try {
+      return await open(file, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 3) throw error;
+    }
+  }
+}
+
+const absent = (error: NodeJS.ErrnoException): undefined => {
+  if (error.code === 'ENOENT') return undefined;
+  throw error;
+};
+
 const exists = (file: string) =>
   stat(file).then(
     () => true,
-    (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return false;
-      throw error;
-    },
+    (error: NodeJS.ErrnoException) => absent(error) ?? false,
   );

@@ -24,7 +24,7 @@ export interface S3Handle {
  * so presigned requests are verified here first, as S3 does: an upload URL cannot be pointed elsewhere.
  */
 export async function startS3rver(dataDir: string, bucket: string, port?: number): Promise<S3Handle> {
-  const [{ default: S3rver }, { default: S3Error }] = await Promise.all([import('s3rver'), import('s3rver/lib/models/error')]);
+  const [{ default: S3rver }, { default: S3Error }] = await Promise.all([import('s3rver'), import('s3rver/lib/models/error.js')]);
   const server = new S3rver({
     address: '127.0.0.1',
     port: port ?? (await freePort()),
@@ -70,7 +70,8 @@ function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }
     ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown },
     next: () => Promise<void>,
   ) => {
-    if (ctx.method === 'PUT' && ctx.path.startsWith(prefix) && !ctx.get('x-amz-copy-source')) {
+    // a copy onto the key too: nothing may replace what prepare hashes
+    if (ctx.method === 'PUT' && ctx.path.startsWith(prefix)) {
       const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
       if (await store.existsObject(bucket, key)) {
         return s3Error(ctx, 412, 'PreconditionFailed', USED_UPLOAD_URL);
@@ -129,6 +130,7 @@ function singlePutLimit() {
 
 type KoaLike = {
   get(name: string): string;
+  headers: Record<string, string | string[] | undefined>;
   method: string;
   path: string;
   host: string;
@@ -185,9 +187,20 @@ function verifyPresignedV4() {
     if (expected !== given) {
       return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     }
+    if (unsignedAmzHeader(ctx, String(ctx.query['X-Amz-SignedHeaders'] ?? ''))) return refuseUnsigned(ctx);
     await next();
   };
 }
+
+/**
+ * An `x-amz-*` header the signature does not cover (`signed`: the names it does, `;`-separated), which S3 refuses:
+ * whoever holds an upload URL cannot make it a copy of another object (`x-amz-copy-source`) or add metadata.
+ */
+const unsignedAmzHeader = (ctx: KoaLike, signed: string) =>
+  Object.keys(ctx.headers).find((name) => name.startsWith('x-amz-') && !signed.split(';').includes(name));
+
+const refuseUnsigned = (ctx: KoaLike) =>
+  s3Error(ctx, 403, 'AccessDenied', 'There were headers present in the request which were not signed');
 
 const AUTHORIZATION =
   /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
@@ -235,6 +248,7 @@ function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sh
     )?.[1];
     if (expected !== given)
       return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
+    if (unsignedAmzHeader(ctx, signedHeaders)) return refuseUnsigned(ctx);
     await next();
   };
 }

@@ -49,11 +49,18 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
   };
 }
 
-/** An S3 error response, in S3's XML. */
-function s3Error(ctx: { status: number; type: string; body: unknown }, status: number, code: string, message: string): void {
+/** An S3 error response, in S3's XML, with its details (element names and their text, XML-safe). */
+function s3Error(
+  ctx: { status: number; type: string; body: unknown },
+  status: number,
+  code: string,
+  message: string,
+  detail: Record<string, string> = {},
+): void {
   ctx.status = status;
   ctx.type = 'application/xml';
-  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+  const details = Object.entries(detail).map(([name, text]) => `<${name}>${text}</${name}>`);
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message>${details.join('')}</Error>`;
 }
 
 /**
@@ -187,20 +194,31 @@ function verifyPresignedV4() {
     if (expected !== given) {
       return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
     }
-    if (unsignedAmzHeader(ctx, String(ctx.query['X-Amz-SignedHeaders'] ?? ''))) return refuseUnsigned(ctx);
+    if (refusedUnsigned(ctx, String(ctx.query['X-Amz-SignedHeaders'] ?? ''))) return;
     await next();
   };
 }
 
 /**
- * An `x-amz-*` header the signature does not cover (`signed`: the names it does, `;`-separated), which S3 refuses:
- * whoever holds an upload URL cannot make it a copy of another object (`x-amz-copy-source`) or add metadata.
+ * The `x-amz-*` headers the signature does not cover (`signed`: the names it does, `;`-separated), which S3 refuses
+ * (but `x-amz-content-sha256`, which it takes unsigned): whoever holds an upload URL cannot make it a copy of another
+ * object (`x-amz-copy-source`) or give it metadata of their own.
  */
-const unsignedAmzHeader = (ctx: KoaLike, signed: string) =>
-  Object.keys(ctx.headers).find((name) => name.startsWith('x-amz-') && !signed.split(';').includes(name));
+const unsignedAmzHeaders = (ctx: KoaLike, signed: string) =>
+  Object.keys(ctx.headers).filter(
+    (name) => name.startsWith('x-amz-') && name !== 'x-amz-content-sha256' && !signed.split(';').includes(name),
+  );
 
-const refuseUnsigned = (ctx: KoaLike) =>
-  s3Error(ctx, 403, 'AccessDenied', 'There were headers present in the request which were not signed');
+/** S3's answer to a request with headers its signature leaves out, naming them. */
+function refusedUnsigned(ctx: KoaLike, signed: string): boolean {
+  const unsigned = unsignedAmzHeaders(ctx, signed);
+  if (unsigned.length === 0) return false;
+  // header names are HTTP tokens: nothing in them needs escaping in XML
+  s3Error(ctx, 403, 'AccessDenied', 'There were headers present in the request which were not signed', {
+    HeadersNotSigned: unsigned.join(', '),
+  });
+  return true;
+}
 
 const AUTHORIZATION =
   /^AWS4-HMAC-SHA256 Credential=([^/]+)\/\d{8}\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
@@ -248,7 +266,7 @@ function verifyHeaderV4(sha256: ConstructorParameters<typeof SignatureV4>[0]['sh
     )?.[1];
     if (expected !== given)
       return s3Error(ctx, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.');
-    if (unsignedAmzHeader(ctx, signedHeaders)) return refuseUnsigned(ctx);
+    if (refusedUnsigned(ctx, signedHeaders)) return;
     await next();
   };
 }

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +14,7 @@ export interface FilesystemStore {
   }>;
   getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
   deleteObject(bucket: string, key: string): Promise<void>;
+  existsObject(bucket: string, key: string): Promise<boolean>;
 }
 
 /**
@@ -99,7 +100,7 @@ export function consistentStore(
       await pipeline(Buffer.isBuffer(content) ? Readable.from([content]) : content, measure, file.createWriteStream());
       const digest = md5.digest('hex');
       await turn(bucket, key, async () => {
-        if (options.writeOnce(bucket, key) && (await exists(objectPath))) throw options.refusal();
+        if (options.writeOnce(bucket, key) && (await store.existsObject(bucket, key))) throw options.refusal();
         const described = ['object.md5', 'metadata.json'].map((resource) => store.getResourcePath(bucket, key, resource));
         const before = await Promise.all(described.map((file) => readFile(file).catch(absent)));
         try {
@@ -134,9 +135,3 @@ const absent = (error: NodeJS.ErrnoException): undefined => {
   if (error.code === 'ENOENT') return undefined;
   throw error;
 };
-
-const exists = (file: string) =>
-  stat(file).then(
-    () => true,
-    (error: NodeJS.ErrnoException) => absent(error) ?? false,
-  );

@@ -7,7 +7,7 @@ import { consistentStore, type FilesystemStore } from './s3-store';
 
 const ACCESS_KEY_ID = 'S3RVER';
 const SECRET_ACCESS_KEY = 'S3RVER';
-/** Keys under it are write-once (`writeOnceAudio`). */
+/** Keys under it are write-once (`writeOnceAudio`, `consistentStore`). */
 const AUDIO_PREFIX = 'audio/';
 const USED_UPLOAD_URL = 'This upload URL has already been used';
 
@@ -32,11 +32,10 @@ export async function startS3rver(dataDir: string, bucket: string, port?: number
     directory: path.join(dataDir, 's3'),
     configureBuckets: [{ name: bucket, configs: [] }],
   });
-  consistentStore(server.context.store as FilesystemStore, {
-    writeOnce: (inBucket, key) => inBucket === bucket && key.startsWith(AUDIO_PREFIX),
-    refusal: () => new S3Error('PreconditionFailed', USED_UPLOAD_URL),
-  });
-  server.middleware.unshift(writeOnceAudio(server, bucket));
+  const store = server.context.store as FilesystemStore;
+  const writeOnce = (inBucket: string, key: string) => inBucket === bucket && key.startsWith(AUDIO_PREFIX);
+  consistentStore(store, { writeOnce, refusal: () => new S3Error('PreconditionFailed', USED_UPLOAD_URL) });
+  server.middleware.unshift(writeOnceAudio(store, bucket, writeOnce));
   server.middleware.unshift(conditionalReads());
   server.middleware.unshift(singlePutLimit());
   server.middleware.unshift(verifyPresignedV4());
@@ -70,17 +69,16 @@ function s3Error(
  * arrives; a PUT that got past this while another was still streaming is refused by the store, in its key's
  * turn (`consistentStore`).
  */
-function writeOnceAudio(server: { store?: unknown; context: { store: unknown } }, bucket: string) {
-  const store = server.context.store as { existsObject(bucket: string, key: string): Promise<boolean> };
-  const prefix = `/${bucket}/${AUDIO_PREFIX}`;
+function writeOnceAudio(store: FilesystemStore, bucket: string, writeOnce: (bucket: string, key: string) => boolean) {
+  const prefix = `/${bucket}/`;
   return async (
     ctx: { method: string; path: string; get(name: string): string; status: number; type: string; body: unknown },
     next: () => Promise<void>,
   ) => {
     // a copy onto the key too: nothing may replace what prepare hashes
     if (ctx.method === 'PUT' && ctx.path.startsWith(prefix)) {
-      const key = decodeURIComponent(ctx.path.slice(bucket.length + 2));
-      if (await store.existsObject(bucket, key)) {
+      const key = decodeURIComponent(ctx.path.slice(prefix.length));
+      if (writeOnce(bucket, key) && (await store.existsObject(bucket, key))) {
         return s3Error(ctx, 412, 'PreconditionFailed', USED_UPLOAD_URL);
       }
     }

@@ -5,6 +5,30 @@ import type { RedisSettings } from './settings';
 export type Redis = Server | Cluster;
 
 /**
+ * A connection to one server whose commands of one turn of the event loop leave in one write: the first
+ * command of a turn corks the socket until the loop's check phase. That is the write auto-pipelining makes,
+ * without its batch: ioredis's auto-pipelining answers none of a batch's commands before all of them are
+ * answered and sends no batch while another is out, which under init's load kept every command, its reply and
+ * the request waiting on it alive across young-generation collections, promoted to be collected by the major
+ * ones (docs/performance.md, section 33). Corked, each command is answered as its reply arrives.
+ */
+function batchTurns(server: Server): Server {
+  const send = server.sendCommand.bind(server);
+  server.sendCommand = (command, stream) => {
+    const socket = server.stream;
+    // only a command written at once (ready, to the connection's own socket) is held: none is queued behind it
+    if (!stream && socket && server.status === 'ready' && !socket.writableCorked) {
+      socket.cork();
+      setImmediate(uncork, socket);
+    }
+    return send(command, stream);
+  };
+  return server;
+}
+
+const uncork = (socket: Server['stream']) => socket.uncork();
+
+/**
  * Two connection profiles. The web answers quickly when Redis is gone (a command fails at once and
  * the request gets 503) while it keeps reconnecting in the background; workers and BullMQ wait and retry.
  * On a cluster the same profile applies to every node's connection, and ioredis follows MOVED/ASK and
@@ -13,7 +37,8 @@ export type Redis = Server | Cluster;
 export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', name: string, extra: RedisOptions = {}): Redis {
   const retry = (attempt: number) => Math.min(attempt * 200, 2000);
   const web = profile === 'web';
-  const { enableAutoPipelining = web, ...perNode } = extra;
+  // a turn's commands in one write: on a cluster by auto-pipelining (per slot), on one server by corking
+  const { enableAutoPipelining: batched = web, ...perNode } = extra;
   const node: RedisOptions = {
     connectionName: name,
     ...(web
@@ -33,7 +58,7 @@ export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', 
       retryDelayOnClusterDown: 300,
       maxRedirections: web ? 6 : 50,
       enableOfflineQueue: !web,
-      enableAutoPipelining,
+      enableAutoPipelining: batched,
       // TLS checks the certificate against the name the node announces, not an address a lookup made of it
       ...(tls ? { dnsLookup: (address: string, callback: (err: null, address: string) => void) => callback(null, address) } : {}),
       redisOptions: { ...node, ...(tls ? { tls: {} } : {}), ...(username ? { username } : {}), ...(password ? { password } : {}) },
@@ -43,7 +68,8 @@ export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', 
       options,
     );
   } else {
-    client = new Server(settings.url, { ...node, retryStrategy: retry, enableOfflineQueue: !web, enableAutoPipelining });
+    const options: RedisOptions = { ...node, retryStrategy: retry, enableOfflineQueue: !web };
+    client = batched ? batchTurns(new Server(settings.url, options)) : new Server(settings.url, options);
   }
   // Connection errors are reported through readiness and per command; an unhandled 'error' event would crash.
   client.on('error', () => undefined);

@@ -5,18 +5,19 @@ import type { RedisSettings } from './settings';
 export type Redis = Server | Cluster;
 
 /**
- * A connection to one server whose commands of one turn of the event loop leave in one write: the first
- * command of a turn corks the socket until the loop's check phase. That is the write auto-pipelining makes,
- * without its batch: ioredis's auto-pipelining answers none of a batch's commands before all of them are
- * answered and sends no batch while another is out, which under init's load kept every command, its reply and
- * the request waiting on it alive across young-generation collections, promoted to be collected by the major
- * ones (docs/performance.md, section 33). Corked, each command is answered as its reply arrives.
+ * A connection to one server whose commands of one turn of the event loop leave in one write: a command written
+ * at once (the connection ready, not one of a MULTI or pipeline, which pass their own stream) corks the socket
+ * unless it is corked already, until the next check phase of the loop. Auto-pipelining also made one write of a
+ * turn's commands, but answered none of them before all were answered and sent no batch while another was out,
+ * which under init's load kept every command, its reply and the request waiting on it alive across
+ * young-generation collections, to be promoted and collected by the major ones (docs/performance.md, section 33).
+ * Corked, each command is answered as its reply arrives, and nothing bounds the commands out at once but the
+ * requests. The wrapper is the instance's: a `duplicate()` of it would batch nothing.
  */
 function batchTurns(server: Server): Server {
   const send = server.sendCommand.bind(server);
   server.sendCommand = (command, stream) => {
     const socket = server.stream;
-    // only a command written at once (ready, to the connection's own socket) is held: none is queued behind it
     if (!stream && socket && server.status === 'ready' && !socket.writableCorked) {
       socket.cork();
       setImmediate(uncork, socket);

@@ -69,8 +69,8 @@ export function createRedis(settings: RedisSettings, profile: 'web' | 'worker', 
       options,
     );
   } else {
-    const options: RedisOptions = { ...node, retryStrategy: retry, enableOfflineQueue: !web };
-    client = batched ? batchTurns(new Server(settings.url, options)) : new Server(settings.url, options);
+    const server = new Server(settings.url, { ...node, retryStrategy: retry, enableOfflineQueue: !web });
+    client = batched ? batchTurns(server) : server;
   }
   // Connection errors are reported through readiness and per command; an unhandled 'error' event would crash.
   client.on('error', () => undefined);

@@ -16,7 +16,7 @@ describe("redis client: the web's commands of a turn in one write, each answered
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
     return client;
   };
-  afterEach(async () => {
+  afterEach(() => {
     for (const client of clients.splice(0)) client.disconnect();
   });
 

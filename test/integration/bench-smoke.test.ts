@@ -72,6 +72,13 @@ describe('benchmarks (smoke)', function () {
     expect(blocks.length).to.equal(value('window_blocks')).and.be.above(0);
     expect(blocks.reduce((n, b) => n + b.registrations, 0)).to.equal(result.parameters.registrations);
     expect(blocks.flatMap((b) => b.signed_before_ms)).to.have.length(value('extrinsics'));
+    // the warm-up burst is reported apart, and the medians are of the runs after it only
+    const figure = (id: string) => result.figures.find((f: { id: string }) => f.id === id) as { runs: number[] };
+    expect(figure('first_burst_latency_p95_ms').runs).to.have.length(1);
+    expect(figure('first_burst_latency_p95_ms').runs[0]).to.be.above(0);
+    expect(figure('first_burst_cpu_ms_service_total').runs[0]).to.be.above(0);
+    expect(figure('latency_p95_ms').runs).to.have.length(result.parameters.runs);
+    expect(result.parameters.window_blocks).to.have.length(result.parameters.runs);
   });
 
   it("chain-limits: the runtime's calls per block, bound by the lesser of weight and length, and the day's ceiling from them", () => {

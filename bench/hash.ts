@@ -23,7 +23,7 @@ import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
  * client in a process of its own and (b) `sha256sum` of the same bytes on local disk; and the prepare worker's
  * peak RSS increase (kernel VmHWM, reset before each prepare) in its own process. Each run prepares a fresh
  * upload (a prepare of an object already hashed reuses its hash), then prepares it again: that second prepare
- * is the fixed part alone.
+ * is the fixed part alone. The chain (chopsticks) runs in a process of its own, as `pipeline`'s does.
  */
 benchMain(async (options) => {
   const mb = pick(options, options.size, 256, 1);
@@ -31,7 +31,9 @@ benchMain(async (options) => {
   const bytes = mb * 1024 * 1024;
   const report = new BenchReport('hash', options.smoke, { upload_mb: mb, runs });
   say(`hash: ${mb} MB, ${runs} runs`);
-  const services = await startBenchServices('hash', { blocks: 'instant' });
+  // the chain in a process of its own, as a node is: its fee query and dry run then never share the thread of the S3
+  // server in this process while it serves the prepare's GET, which the floor's GET never shares (section 35)
+  const services = await startBenchServices('hash', { blocks: 'instant', chainProcess: true });
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');
   const web = await startWebProcess(services.env, options);

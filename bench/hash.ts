@@ -31,8 +31,8 @@ benchMain(async (options) => {
   const bytes = mb * 1024 * 1024;
   const report = new BenchReport('hash', options.smoke, { upload_mb: mb, runs });
   say(`hash: ${mb} MB, ${runs} runs`);
-  // the chain in a process of its own, as a node is: its fee query and dry run then never share the thread of the S3
-  // server in this process while it serves the prepare's GET, which the floor's GET never shares (section 35)
+  // the chain in a process of its own, as a node is: its fee query and dry run then never share this process, and the
+  // S3 server in it, while it serves the prepare's GET, as they never did the floor's GET (docs/performance.md, section 35)
   const services = await startBenchServices('hash', { blocks: 'instant', chainProcess: true });
   Object.assign(report.versions, services.versions);
   const context = openResources(services.config, createLogger('warn'), 'dev');

@@ -58,7 +58,8 @@ describe('benchmarks (smoke)', function () {
 
   it('pipeline: the chain node measured apart, and the confirm → webhook window per process with the blocks built in it', () => {
     const result = JSON.parse(readFileSync(path.join(out, 'pipeline.json'), 'utf8'));
-    const value = (id: string) => result.figures.find((f: { id: string }) => f.id === id)?.value as number;
+    const figure = (id: string) => result.figures.find((f: { id: string }) => f.id === id) as { value: number; runs: number[] };
+    const value = (id: string) => figure(id)?.value;
     expect(value('cpu_ms_bench_chain_node_chopsticks_process_')).to.be.above(0);
     expect(value('cpu_ms_bench_process_clients_receiver_chain_')).to.be.closeTo(
       value('cpu_ms_bench_chain_node_chopsticks_process_') + value('cpu_ms_bench_clients_receiver_s3rver'),
@@ -73,7 +74,6 @@ describe('benchmarks (smoke)', function () {
     expect(blocks.reduce((n, b) => n + b.registrations, 0)).to.equal(result.parameters.registrations);
     expect(blocks.flatMap((b) => b.signed_before_ms)).to.have.length(value('extrinsics'));
     // the warm-up burst is reported apart, and the medians are of the runs after it only
-    const figure = (id: string) => result.figures.find((f: { id: string }) => f.id === id) as { runs: number[] };
     expect(figure('first_burst_latency_p95_ms').runs).to.have.length(1);
     expect(figure('first_burst_latency_p95_ms').runs[0]).to.be.above(0);
     expect(figure('first_burst_cpu_ms_service_total').runs[0]).to.be.above(0);

@@ -14,6 +14,7 @@ import { startBenchServices } from './lib/services';
 import { startWorkerProcess, type WorkerProcess } from './lib/processes';
 import { repeat } from './lib/stats';
 import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
+import { probeKernelEntry } from './lib/kernel-entry';
 
 /**
  * Webhook delivery throughput: N recorded `work_registered` events (each with its sealed access code, as a
@@ -25,7 +26,8 @@ import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
  * same number of POSTs of the same size to the same receiver, WEBHOOK_CONCURRENCY at a time over connections
  * kept alive as the workers keep them (WEBHOOK_KEEP_ALIVE_MS), from a process doing nothing else; that process's
  * CPU per POST is reported beside the worker's per delivery. One round of each, not recorded, warms both first,
- * and the processes added for the scaled run each run warm the same way.
+ * and the processes added for the scaled run each run warm the same way. Each run ends with what the machine
+ * charges for a kernel entry, directly and in the user work that follows it (lib/kernel-entry.ts).
  */
 benchMain(async (options) => {
   const count = pick(options, options.size, 10_000, 50);
@@ -76,12 +78,13 @@ benchMain(async (options) => {
         return deliverAll([worker, ...more]);
       })().finally(() => Promise.all(more.map((w) => w.stop())));
       const { rate: floor, senderCpuMs } = await flooded(many.lastBody);
+      const entry = await probeKernelEntry();
       const cpu = (s: Delivered) =>
         `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;
       say(
-        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s (sender CPU per POST ${senderCpuMs.toFixed(3)} ms)`,
+        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s (sender CPU per POST ${senderCpuMs.toFixed(3)} ms); a kernel entry ${(entry.entryNs / 1000).toFixed(2)} µs, a delivery's own computation ${(entry.workNs / 1000).toFixed(1)} µs alone, ${(entry.workAfterEntryNs / 1000).toFixed(1)} after one`,
       );
-      return { one, many, floor, senderCpuMs };
+      return { one, many, floor, senderCpuMs, entry };
     });
     const floor = { label: 'plain POSTs, same concurrency', runs: samples.map((s) => s.floor) };
     report.add({
@@ -122,6 +125,25 @@ benchMain(async (options) => {
       label: "plain POSTs: the sender's CPU per POST (the floor's side of the worker's CPU per delivery)",
       unit: 'ms',
       runs: samples.map((s) => s.senderCpuMs),
+    });
+    // the machine's tax on kernel entries, which every POST makes (docs/performance.md, section 37)
+    report.add({
+      id: 'kernel_entry_us',
+      label: 'this machine: one kernel entry that does no work (getppid)',
+      unit: 'µs',
+      runs: samples.map((s) => s.entry.entryNs / 1000),
+    });
+    report.add({
+      id: 'delivery_work_us',
+      label: "a delivery's own computation (open, serialize, sign), back to back",
+      unit: 'µs',
+      runs: samples.map((s) => s.entry.workNs / 1000),
+    });
+    report.add({
+      id: 'delivery_work_after_entry_us',
+      label: 'the same computation after one kernel entry each (the entry itself taken off)',
+      unit: 'µs',
+      runs: samples.map((s) => s.entry.workAfterEntryNs / 1000),
     });
     report.write(options.outDir);
   } finally {

@@ -53,6 +53,9 @@ export interface BenchResult {
     readonly platform: string;
     readonly loadAverageAtStart: readonly number[];
     readonly loadAverageAtEnd: readonly number[];
+    /** How the kernel isolates its page tables from user space (`Mitigation: PTI` makes every kernel entry switch them), and whether the CPU offers PCID to keep the TLB across that switch: what a kernel entry costs (docs/performance.md, section 37). */
+    readonly meltdownMitigation: string;
+    readonly pcid: boolean;
   };
   readonly node: string;
   readonly versions: Record<string, string>;
@@ -128,6 +131,8 @@ export class BenchReport {
         platform: `${os.platform()} ${os.release()}`,
         loadAverageAtStart: this.loadAtStart.map((l) => round(l)),
         loadAverageAtEnd: os.loadavg().map((l) => round(l)),
+        meltdownMitigation: readOr('/sys/devices/system/cpu/vulnerabilities/meltdown', 'unknown').trim(),
+        pcid: /^flags\s*:.*\bpcid\b/m.test(readOr('/proc/cpuinfo', '')),
       },
       node: process.version,
       versions: this.versions,
@@ -172,4 +177,12 @@ function fmt(value: number): string {
   if (!Number.isFinite(value)) return String(value);
   if (Math.abs(value) >= 100) return Math.round(value).toLocaleString('en-US');
   return String(round(value, 2));
+}
+
+function readOr(file: string, fallback: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return fallback;
+  }
 }

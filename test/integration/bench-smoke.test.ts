@@ -45,6 +45,8 @@ describe('benchmarks (smoke)', function () {
       expect(result.bench).to.equal(name);
       expect(result.smoke).to.equal(true);
       expect(result.machine.cpus).to.be.a('number').above(0);
+      expect(result.machine.meltdownMitigation).to.be.a('string').that.is.not.empty;
+      expect(result.machine.pcid).to.be.a('boolean');
       expect(result.node).to.equal(process.version);
       expect(result.versions).to.include.keys('koa', 'bullmq', 'postgresql', 'redis');
       expect(result.figures).to.be.an('array').that.is.not.empty;
@@ -79,6 +81,16 @@ describe('benchmarks (smoke)', function () {
     expect(figure('first_burst_cpu_ms_service_total').runs[0]).to.be.above(0);
     expect(figure('latency_p95_ms').runs).to.have.length(result.parameters.runs);
     expect(result.parameters.window_blocks).to.have.length(result.parameters.runs);
+  });
+
+  it("webhooks: each run ends with the machine's tax on a kernel entry, directly and on a delivery's computation after it", () => {
+    const result = JSON.parse(readFileSync(path.join(out, 'webhooks.json'), 'utf8'));
+    const figure = (id: string) => result.figures.find((f: { id: string }) => f.id === id) as { value: number; runs: number[] };
+    for (const id of ['kernel_entry_us', 'delivery_work_us', 'delivery_work_after_entry_us']) {
+      expect(figure(id), id).to.exist;
+      expect(figure(id).runs, id).to.have.length(result.parameters.runs);
+      expect(figure(id).value, id).to.be.above(0);
+    }
   });
 
   it("chain-limits: the runtime's calls per block, bound by the lesser of weight and length, and the day's ceiling from them", () => {

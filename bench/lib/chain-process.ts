@@ -1,3 +1,4 @@
+import { blake2AsHex } from '@polkadot/util-crypto';
 import { startLocalChain } from '../../shared/dev/embedded/chain';
 import type { ChainBlock } from './processes';
 
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
       built.push({ ...block, cpuMs: cpuMs() });
       answerWaiting();
     },
+    // chopsticks drops them without a word: said here, so that a run whose calls never land shows why
+    onRefused: (extrinsic, reason) => process.stderr.write(`chain: a block's building refused ${blake2AsHex(extrinsic)}: ${reason}\n`),
   });
   process.on('message', async (message: { type: string; through?: number }) => {
     if (message.type === 'blocks') {

@@ -104,7 +104,9 @@ export async function startChainProcess(blocks: 'instant' | number, endow: strin
   const child = fork(path.join(__dirname, 'chain-process.ts'), [String(blocks), endow], {
     execArgv: ['--import', 'tsx'],
     env: { PATH: process.env.PATH },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    // chopsticks logs at warn and above here (LOG_LEVEL), to stdout: a block whose building failed, and with it
+    // the pool it took, is said only there (docs/performance.md, section 37)
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const { wsUrl } = await reply<{ wsUrl: string }>(child, 'ready', 'chain');
   return {

@@ -45,6 +45,11 @@ export interface LocalChainOptions {
   readonly resume?: boolean;
   /** Told of every block built, when its building began and ended (the pipeline bench's record of the chain's pace). */
   readonly onBlock?: (block: BuiltBlock) => void;
+  /**
+   * Told of every extrinsic a block's building refused (a nonce not yet due, a block already full): chopsticks then
+   * drops it from its pool, and logs nothing (a Substrate node keeps one whose nonce is not yet due).
+   */
+  readonly onRefused?: (extrinsic: string, reason: string) => void;
 }
 
 export interface BuiltBlock {
@@ -95,6 +100,12 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
       System: { Account: options.endow.map((address) => [[address], { providers: 1, data: { free: ENDOWMENT } }]) },
     },
   } as never);
+
+  const { onRefused } = options;
+  if (onRefused)
+    context.chain.txPool.event.on(chopsticksCore().APPLY_EXTRINSIC_ERROR, ([extrinsic, error]: [string, { toString(): string }]) =>
+      onRefused(extrinsic, error.toString()),
+    );
 
   let building: Promise<unknown> = Promise.resolve();
   const build = async (askedAt: number, leavePool = false) => {
@@ -190,7 +201,7 @@ async function setupAsSubstrate(
     createServer(handler: Handler, port: number, host: string): Promise<{ addr: string; close(): Promise<void> }>;
   };
   const { handler } = from('@acala-network/chopsticks/rpc/index') as { handler(context: Context): Handler };
-  const { ResponseError } = from('@acala-network/chopsticks-core') as { ResponseError: new (code: number, message: string) => Error };
+  const { ResponseError } = chopsticksCore();
   const context = await setupContext(argv);
   const answer = handler(context);
   const tooLarge = async (bytes: string, most: number) => {
@@ -267,6 +278,11 @@ async function frontDoor(target: string, port: number): Promise<{ port: number; 
  * chopsticks reads LOG_LEVEL once, when first loaded, and would log every block at info; load it quietly.
  * Loaded through CommonJS `require`, to stay on the same (CommonJS) copy of @polkadot/* as the rest of the process.
  */
+/** chopsticks' core, as chopsticks itself resolves it (loaded with it, so already quiet). */
+function chopsticksCore(): { ResponseError: new (code: number, message: string) => Error; APPLY_EXTRINSIC_ERROR: string } {
+  return createRequire(require.resolve('@acala-network/chopsticks'))('@acala-network/chopsticks-core') as ReturnType<typeof chopsticksCore>;
+}
+
 function loadChopsticks(): Chopsticks {
   return withProcessEnv({ LOG_LEVEL: 'warn' }, () => createRequire(__filename)('@acala-network/chopsticks') as Chopsticks);
 }

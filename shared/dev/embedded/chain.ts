@@ -17,9 +17,12 @@ export interface ChainHandle {
   losePool(): void;
   /**
    * The next extrinsic submitted is left unanswered and kept out of the pool, as a submission the node was still
-   * reading when it went away (tests): resolves once it has arrived. The next `unreachableFor` fails it.
+   * reading when it went away (tests): resolves once it has arrived, with a function that lets it go on as it came.
+   * The next `unreachableFor` fails it. Submissions are taken one at a time: those after it wait.
    */
-  holdNextSubmission(): Promise<void>;
+  holdNextSubmission(): Promise<() => void>;
+  /** Submissions received so far, counted as they arrive, before each waits its turn (tests). */
+  readonly submissionsReceived: number;
   /**
    * Submissions answered 1013 "Transaction Already Imported" (the pool held the very bytes), counted since the start,
    * and a promise of the next such answer (tests).
@@ -90,7 +93,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
   alreadyImported.on('answered', () => (answeredAlreadyImported += 1));
   const beingBuilt = new Set<string>();
   const limits: Limits = {};
-  const context = await setupAsSubstrate(alreadyImported, beingBuilt, limits, {
+  const submissions = { received: 0 };
+  const context = await setupAsSubstrate(alreadyImported, beingBuilt, limits, submissions, {
     genesis: spec as never,
     host: '127.0.0.1',
     port: 0,
@@ -150,13 +154,22 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
       next: () => once(alreadyImported, 'answered').then(() => undefined),
     },
     holdNextSubmission: () =>
-      new Promise<void>((arrived) => {
-        chain.submitExtrinsic = () => {
+      new Promise<() => void>((arrived) => {
+        chain.submitExtrinsic = (extrinsic) => {
           delete (chain as Partial<typeof chain>).submitExtrinsic; // the prototype's again, for every later one
-          arrived();
-          return new Promise((_, reject) => held.push(() => reject(new Error('the node went away before answering'))));
+          return new Promise((resolve, reject) => {
+            const fail = () => reject(new Error('the node went away before answering'));
+            held.push(fail);
+            arrived(() => {
+              if (held.includes(fail)) held.splice(held.indexOf(fail), 1);
+              resolve(chain.submitExtrinsic(extrinsic));
+            });
+          });
         };
       }),
+    get submissionsReceived() {
+      return submissions.received;
+    },
     stop() {
       stopped ??= (async () => {
         if (timer) clearInterval(timer);
@@ -187,12 +200,15 @@ interface Limits {
  * holds already, or a block being built took from it (`beingBuilt`), submitted again, are refused with 1013
  * "Transaction Already Imported" (a second copy used to join the pool and fail in the block). `alreadyImported` emits
  * 'answered' at each such answer. While a test holds batches to a size (`limits`), a larger relayer batch is refused
- * with 1010 "Transaction would exhaust the block limits", as a node refuses a batch too large for it. Loaded after `loadChopsticks`, its parts share that quiet load.
+ * with 1010 "Transaction would exhaust the block limits", as a node refuses a batch too large for it. Submissions are
+ * taken one at a time in the order they arrived, each counted in `submissions` as it arrives, so that the pool holds a
+ * sender's nonces in the order it sent them. Loaded after `loadChopsticks`, its parts share that quiet load.
  */
 async function setupAsSubstrate(
   alreadyImported: EventEmitter,
   beingBuilt: ReadonlySet<string>,
   limits: Readonly<Limits>,
+  submissions: { received: number },
   argv: Record<string, unknown>,
 ): Promise<Context> {
   const from = createRequire(require.resolve('@acala-network/chopsticks'));
@@ -213,16 +229,28 @@ async function setupAsSubstrate(
     refusal.stack = `1010 ${refusal.message}: a batch of more than ${most} calls (a test's limit)`;
     return Promise.reject(refusal);
   };
+  // submissions taken one at a time, in the order they arrived: chopsticks validates each on its executor and only
+  // then adds it to its pool, and two validated at once could join the pool in the other order; a block then refused
+  // the later nonce as not yet due and dropped it, with every nonce after it (a Substrate node orders its pool by
+  // nonce, and keeps a transaction whose nonce is not yet due)
+  let submitting: Promise<unknown> = Promise.resolve();
   const substrate: Handler = (request, subscriptions) => {
+    if (!SUBMISSIONS.has(request.method)) return answer(request, subscriptions);
+    submissions.received += 1;
+    const turn = submitting.then(() => submission(request, subscriptions));
+    submitting = turn.catch(() => undefined);
+    return turn;
+  };
+  const submission: Handler = (request, subscriptions) => {
     const bytes = request.params?.[0] as `0x${string}`;
     const most = limits.batchCalls;
-    if (SUBMISSIONS.has(request.method) && most !== undefined)
+    if (most !== undefined)
       return tooLarge(bytes, most).then((refused) => (refused ? refusedAsTooLarge(most) : checked(request, subscriptions)));
     return checked(request, subscriptions);
   };
   const checked: Handler = (request, subscriptions) => {
     const bytes = request.params?.[0] as `0x${string}`;
-    if (SUBMISSIONS.has(request.method) && (beingBuilt.has(bytes) || context.chain.txPool.pendingExtrinsics.includes(bytes))) {
+    if (beingBuilt.has(bytes) || context.chain.txPool.pendingExtrinsics.includes(bytes)) {
       alreadyImported.emit('answered');
       // chopsticks' server logs a refusal's stack at error level: one line instead, saying it is an ordinary answer
       const refusal = new ResponseError(1013, 'Transaction Already Imported');

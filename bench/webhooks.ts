@@ -141,7 +141,7 @@ benchMain(async (options) => {
     });
     report.add({
       id: 'delivery_work_after_entry_us',
-      label: 'the same computation after one kernel entry each (the entry itself taken off)',
+      label: "the same computation with one kernel entry after each (the entry's own time, back to back, taken off)",
       unit: 'µs',
       runs: samples.map((s) => s.entry.workAfterEntryNs / 1000),
     });

@@ -3,22 +3,24 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '../../shared/crypto/secret-box';
 import { accessCodeAad } from '../../shared/webhooks/service';
 import { signWebhook } from '../../shared/webhooks/signature';
+import { reply } from './ipc';
 import { median } from './stats';
 
 /**
- * What a kernel entry costs on this machine, and what it does to the user work that follows it (docs/performance.md,
+ * What a kernel entry costs on this machine, and what it adds to the user work beside it (docs/performance.md,
  * section 37), in a process of its own doing nothing else. The work is a delivery's own computation as the worker
  * does it (shared/webhooks/delivery.ts: open the sealed access code, serialize the payload, sign it, build the
  * headers), without I/O. The entry is `getppid` (`process.ppid` asks the kernel each time), which does no work in
- * the kernel: whatever it changes in the following work's cost is the cost of entering and leaving the kernel
- * alone. Rounds of each shape alternate, and each figure is the median of the rounds. Answers over IPC.
+ * the kernel: what the pair costs beyond the two timed apart is the cost of entering and leaving the kernel, paid by
+ * the work after the entry or by the entry after the work (the probe does not tell which). Rounds of each shape
+ * alternate, and each figure is the median of the rounds. Answers over IPC.
  */
 export interface KernelEntryCost {
   /** One `getppid`, ns. */
   readonly entryNs: number;
   /** The delivery-shaped computation back to back, ns each. */
   readonly workNs: number;
-  /** The same computation after one kernel entry each, ns each (the entry's own time taken off). */
+  /** The same computation with one kernel entry after each, ns each, less the entry's own time back to back: the pair's extra, whichever of the two pays it. */
   readonly workAfterEntryNs: number;
 }
 
@@ -79,12 +81,7 @@ function measureKernelEntry(rounds = 9, n = 5_000): KernelEntryCost {
 
 /** Runs the measurement in a process of its own (this file, forked) and resolves with its figures. */
 export function probeKernelEntry(): Promise<KernelEntryCost> {
-  const child = fork(__filename, [], { execArgv: ['--import', 'tsx'] });
-  return new Promise<KernelEntryCost>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as KernelEntryCost));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the kernel-entry probe exited with ${code} before answering`)));
-  });
+  return reply<KernelEntryCost>(fork(__filename, [], { execArgv: ['--import', 'tsx'] }), 'kernel-entry', 'kernel-entry probe');
 }
 
-if (require.main === module) process.send!(measureKernelEntry(), () => process.disconnect());
+if (require.main === module) process.send!({ type: 'kernel-entry', ...measureKernelEntry() }, () => process.disconnect());

@@ -1,12 +1,13 @@
 import path from 'node:path';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config, Env, QueueName } from '../../shared/config';
 import { bullPrefix } from '../../shared/redis/settings';
 import type { BuiltBlock } from '../../shared/dev/embedded/chain';
 import { spawnWorker } from '../../test/helpers/workers';
+import { reply } from './ipc';
 
 export type WebMemory = NodeJS.MemoryUsage & { sockets: number };
 
@@ -67,20 +68,6 @@ export async function startWebProcess(env: Env, options: ProcessOptions = {}): P
       await exited;
     },
   };
-}
-
-function reply<T>(child: ChildProcess, type: string, name: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`${name} process exited (${code})`));
-    const onMessage = (message: { type: string } & Record<string, unknown>) => {
-      if (message.type !== type) return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve(message as T);
-    };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
 }
 
 /** A block the chain process built: when its building began and ended, and the process's CPU (ms) when built. */

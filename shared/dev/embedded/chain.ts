@@ -1,8 +1,8 @@
-import net from 'node:net';
 import { EventEmitter, once } from 'node:events';
 import { withProcessEnv, type Env } from '../../config';
 import { rococo_v2_2_asset_hub } from '@substrate/connect-known-chains';
 import { createRequire } from 'node:module';
+import { frontDoor } from './net';
 
 export interface ChainHandle {
   readonly wsUrl: string;
@@ -155,14 +155,16 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Chain
     },
     holdNextSubmission: () =>
       new Promise<() => void>((arrived) => {
+        const submit = chain.submitExtrinsic.bind(chain); // chopsticks' own, not a later hold's
         chain.submitExtrinsic = (extrinsic) => {
           delete (chain as Partial<typeof chain>).submitExtrinsic; // the prototype's again, for every later one
           return new Promise((resolve, reject) => {
             const fail = () => reject(new Error('the node went away before answering'));
             held.push(fail);
             arrived(() => {
-              if (held.includes(fail)) held.splice(held.indexOf(fail), 1);
-              resolve(chain.submitExtrinsic(extrinsic));
+              if (!held.includes(fail)) return; // already failed by `unreachableFor`: the node never took it
+              held.splice(held.indexOf(fail), 1);
+              resolve(submit(extrinsic));
             });
           });
         };
@@ -211,12 +213,11 @@ async function setupAsSubstrate(
   submissions: { received: number },
   argv: Record<string, unknown>,
 ): Promise<Context> {
-  const from = createRequire(require.resolve('@acala-network/chopsticks'));
-  const { setupContext } = from('@acala-network/chopsticks/context') as { setupContext(argv: unknown): Promise<Context> };
-  const { createServer } = from('@acala-network/chopsticks/server') as {
+  const { setupContext } = fromChopsticks('@acala-network/chopsticks/context') as { setupContext(argv: unknown): Promise<Context> };
+  const { createServer } = fromChopsticks('@acala-network/chopsticks/server') as {
     createServer(handler: Handler, port: number, host: string): Promise<{ addr: string; close(): Promise<void> }>;
   };
-  const { handler } = from('@acala-network/chopsticks/rpc/index') as { handler(context: Context): Handler };
+  const { handler } = fromChopsticks('@acala-network/chopsticks/rpc/index') as { handler(context: Context): Handler };
   const { ResponseError } = chopsticksCore();
   const context = await setupContext(argv);
   const answer = handler(context);
@@ -230,9 +231,10 @@ async function setupAsSubstrate(
     return Promise.reject(refusal);
   };
   // submissions taken one at a time, in the order they arrived: chopsticks validates each on its executor and only
-  // then adds it to its pool, and two validated at once could join the pool in the other order; a block then refused
-  // the later nonce as not yet due and dropped it, with every nonce after it (a Substrate node orders its pool by
-  // nonce, and keeps a transaction whose nonce is not yet due)
+  // then adds it to its pool, so two validated at once could join the pool in the other order, and a block would then
+  // refuse the later nonce as not yet due and drop it, with every nonce after it (a Substrate node orders its pool by
+  // nonce, and keeps a transaction whose nonce is not yet due). One queue for every connection: a submission that
+  // never settles (a held one not yet let go or failed) keeps every later one waiting
   let submitting: Promise<unknown> = Promise.resolve();
   const substrate: Handler = (request, subscriptions) => {
     if (!SUBMISSIONS.has(request.method)) return answer(request, subscriptions);
@@ -271,46 +273,20 @@ async function setupAsSubstrate(
   };
 }
 
-/**
- * A TCP relay in front of chopsticks' server. chopsticks' close() leaves open WebSocket connections
- * answering; closing the relay drops every connection at once, as a node that goes away does.
- */
-async function frontDoor(target: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
-  const [host, targetPort] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, host);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      }),
-  };
+/** A module as chopsticks itself resolves it: its parts and its core, loaded with it (so already quiet). */
+function fromChopsticks(id: string): unknown {
+  return createRequire(require.resolve('@acala-network/chopsticks'))(id);
+}
+
+/** chopsticks' core. */
+function chopsticksCore(): { ResponseError: new (code: number, message: string) => Error; APPLY_EXTRINSIC_ERROR: string } {
+  return fromChopsticks('@acala-network/chopsticks-core') as ReturnType<typeof chopsticksCore>;
 }
 
 /**
  * chopsticks reads LOG_LEVEL once, when first loaded, and would log every block at info; load it quietly.
  * Loaded through CommonJS `require`, to stay on the same (CommonJS) copy of @polkadot/* as the rest of the process.
  */
-/** chopsticks' core, as chopsticks itself resolves it (loaded with it, so already quiet). */
-function chopsticksCore(): { ResponseError: new (code: number, message: string) => Error; APPLY_EXTRINSIC_ERROR: string } {
-  return createRequire(require.resolve('@acala-network/chopsticks'))('@acala-network/chopsticks-core') as ReturnType<typeof chopsticksCore>;
-}
-
 function loadChopsticks(): Chopsticks {
   return withProcessEnv({ LOG_LEVEL: 'warn' }, () => createRequire(__filename)('@acala-network/chopsticks') as Chopsticks);
 }

@@ -34,3 +34,34 @@ export async function waitUntilListening(host: string, port: number, timeoutMs: 
   }
   throw new Error(`nothing listened on ${host}:${port} within ${timeoutMs} ms`);
 }
+
+/**
+ * A TCP relay in front of chopsticks' server. chopsticks' close() leaves open WebSocket connections
+ * answering; closing the relay drops every connection at once, as a node that goes away does.
+ */
+export async function frontDoor(target: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const [host, targetPort] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, host);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}

@@ -27,7 +27,7 @@ import { probeKernelEntry } from './lib/kernel-entry';
  * kept alive as the workers keep them (WEBHOOK_KEEP_ALIVE_MS), from a process doing nothing else; that process's
  * CPU per POST is reported beside the worker's per delivery. One round of each, not recorded, warms both first,
  * and the processes added for the scaled run each run warm the same way. Each run ends with what the machine
- * charges for a kernel entry, directly and in the user work that follows it (lib/kernel-entry.ts).
+ * charges for a kernel entry, directly and in the user work beside it (lib/kernel-entry.ts).
  */
 benchMain(async (options) => {
   const count = pick(options, options.size, 10_000, 50);
@@ -82,7 +82,7 @@ benchMain(async (options) => {
       const cpu = (s: Delivered) =>
         `CPU per delivery: worker ${s.cpuMs.worker.toFixed(2)} ms, PostgreSQL ${s.cpuMs.postgres.toFixed(2)}, Redis ${s.cpuMs.redis.toFixed(2)}, receiver ${s.cpuMs.receiver.toFixed(2)}`;
       say(
-        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s (sender CPU per POST ${senderCpuMs.toFixed(3)} ms); a kernel entry ${(entry.entryNs / 1000).toFixed(2)} µs, a delivery's own computation ${(entry.workNs / 1000).toFixed(1)} µs alone, ${(entry.workAfterEntryNs / 1000).toFixed(1)} after one`,
+        `  run ${run + 1}: 1 worker process ${Math.round(one.rate)}/s (${cpu(one)}); ${scaled} processes ${Math.round(many.rate)}/s (${cpu(many)}); plain POSTs ${Math.round(floor)}/s (sender CPU per POST ${senderCpuMs.toFixed(3)} ms); a kernel entry ${(entry.entryNs / 1000).toFixed(2)} µs, a delivery's own computation ${(entry.workNs / 1000).toFixed(1)} µs alone, ${(entry.workAfterEntryNs / 1000).toFixed(1)} with one entry after each`,
       );
       return { one, many, floor, senderCpuMs, entry };
     });

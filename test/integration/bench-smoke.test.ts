@@ -83,7 +83,7 @@ describe('benchmarks (smoke)', function () {
     expect(result.parameters.window_blocks).to.have.length(result.parameters.runs);
   });
 
-  it("webhooks: each run ends with the machine's tax on a kernel entry, directly and on a delivery's computation after it", () => {
+  it("webhooks: each run ends with the machine's tax on a kernel entry, directly and on a delivery's computation beside it", () => {
     const result = JSON.parse(readFileSync(path.join(out, 'webhooks.json'), 'utf8'));
     const figure = (id: string) => result.figures.find((f: { id: string }) => f.id === id) as { value: number; runs: number[] };
     for (const id of ['kernel_entry_us', 'delivery_work_us', 'delivery_work_after_entry_us']) {

@@ -11,7 +11,7 @@ import { benchMain, say } from './lib/main';
 import { pick } from './lib/options';
 import { BenchReport } from './lib/report';
 import { startBenchServices } from './lib/services';
-import { startWorkerProcess, type WorkerProcess } from './lib/processes';
+import { perfFlags, startWorkerProcess, type WorkerProcess } from './lib/processes';
 import { repeat } from './lib/stats';
 import { cpuMs, cpuSince, postgresBackends, redisCpuMs } from './lib/cpu';
 import { probeKernelEntry } from './lib/kernel-entry';
@@ -48,7 +48,7 @@ benchMain(async (options) => {
   const receiver = await startReceiver();
   const startWorker = () => startWorkerProcess(services.env, services.config, ['webhooks'], options);
   const worker = await startWorker();
-  const flood = fork(path.join(__dirname, 'lib/post-flood.ts'), [], { execArgv: ['--import', 'tsx'] });
+  const flood = fork(path.join(__dirname, 'lib/post-flood.ts'), [], { execArgv: ['--import', 'tsx', ...perfFlags(options.perf)] });
   try {
     await new Promise((resolve) => flood.once('message', resolve));
     const organizationId = await createOrg(context, 1000);

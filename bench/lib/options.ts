@@ -8,7 +8,8 @@ import { parseArgs } from 'node:util';
  * JSON goes (bench/results), `--smoke` every size tiny (the smoke test), `--profile DIR` CPU profiles of the
  * service's processes (node --cpu-prof) written there, `--logs DIR` the log lines of the service's processes
  * (LOG_LEVEL as configured) written there, one file per process, `--redis-split` (pipeline) Redis's command time by
- * queue and by kind of the service's own keys (redis-split.ts).
+ * queue and by kind of the service's own keys (redis-split.ts), `--perf` the service's processes (and the webhooks
+ * floor's sender) started so that `perf` can name their compiled JavaScript (processes.ts, perfFlags).
  */
 export interface BenchOptions {
   readonly smoke: boolean;
@@ -19,6 +20,7 @@ export interface BenchOptions {
   readonly profileDir: string | undefined;
   readonly logDir: string | undefined;
   readonly redisSplit: boolean;
+  readonly perf: boolean;
   readonly names: string[];
 }
 
@@ -38,6 +40,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       profile: { type: 'string' },
       logs: { type: 'string' },
       'redis-split': { type: 'boolean', default: false },
+      perf: { type: 'boolean', default: false },
     },
   });
   const num = (name: string, raw: string | undefined) => {
@@ -55,6 +58,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     profileDir: values.profile ? path.resolve(values.profile) : undefined,
     logDir: values.logs ? path.resolve(values.logs) : undefined,
     redisSplit: Boolean(values['redis-split']),
+    perf: Boolean(values.perf),
     names: positionals,
   };
 }
@@ -70,6 +74,7 @@ export function benchArgs(options: BenchOptions): string[] {
   if (options.profileDir) args.push('--profile', options.profileDir);
   if (options.logDir) args.push('--logs', options.logDir);
   if (options.redisSplit) args.push('--redis-split');
+  if (options.perf) args.push('--perf');
   return args;
 }
 

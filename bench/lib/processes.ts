@@ -27,6 +27,15 @@ export const cpuProfileFlags = (dir: string | undefined, name: string): string[]
   dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : [];
 
 /**
+ * `--perf`: Node flags with which V8 writes its compiled code's moves as they happen (`jit-<pid>.dump` in the working
+ * directory), so that a `perf record -k mono -g` of the run, after `perf inject --jit`, names compiled JavaScript in
+ * its call stacks. Unlike `--cpu-prof`, whose samples count a thread's waits for a core, `perf`'s `cpu-clock`
+ * samples count only CPU (docs/performance.md, section 39 and Reproduce).
+ */
+export const perfFlags = (perf: boolean | undefined): string[] =>
+  perf ? ['--perf-prof', '--interpreted-frames-native-stack', '--no-write-protect-code-memory'] : [];
+
+/**
  * Where a process's log lines (its stdout) go: `dir/name.log`, appended to, or nowhere without a directory. The
  * benches run the service at LOG_LEVEL=warn; with a directory its processes log at info, as production does, so that
  * a run that goes wrong can be read afterwards (writing them is then part of what is measured).
@@ -41,6 +50,7 @@ function logFile(dir: string | undefined, name: string): number | 'ignore' {
 export interface ProcessOptions {
   readonly profileDir?: string;
   readonly logDir?: string;
+  readonly perf?: boolean;
 }
 
 const logLevel = (options: ProcessOptions): Env => (options.logDir ? { LOG_LEVEL: 'info' } : {});
@@ -48,7 +58,7 @@ const logLevel = (options: ProcessOptions): Env => (options.logDir ? { LOG_LEVEL
 /** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
 export async function startWebProcess(env: Env, options: ProcessOptions = {}): Promise<WebProcess> {
   const child = fork(path.join(__dirname, 'web-process.ts'), [], {
-    execArgv: ['--expose-gc', '--import', 'tsx', ...cpuProfileFlags(options.profileDir, 'web')],
+    execArgv: ['--expose-gc', '--import', 'tsx', ...cpuProfileFlags(options.profileDir, 'web'), ...perfFlags(options.perf)],
     env: { PATH: process.env.PATH, ...env, ...logLevel(options), PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', logFile(options.logDir, 'web'), 'inherit', 'ipc'],
   });
@@ -138,7 +148,7 @@ export async function startWorkerProcess(
   const log = logFile(options.logDir, name);
   const worker = spawnWorker(
     { ...env, ...logLevel(options), WORKER_QUEUES: queues.join(',') },
-    cpuProfileFlags(options.profileDir, name),
+    [...cpuProfileFlags(options.profileDir, name), ...perfFlags(options.perf)],
     log === 'ignore' ? undefined : log,
   );
   await waitForWorkers(config, queues, () => worker.exited);

@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
  * `--cpu-prof` profile (what `npm run bench -- <name> --profile DIR` writes), optionally of a window of it in
  * seconds from its start: self time by function and by package, and inclusive time of the hottest functions,
  * so a finding can be read without a browser. The times are the profile's own: the wall-clock time between samples,
- * so on a machine the bench saturates, a thread's wait for a core counts in the function it resumed in (a system
- * call that woke another process, most often). The CPU a process spent is the bench's /proc figure, not these
+ * so on a machine the bench saturates, a thread's wait for a core counts in the function it resumed in (likely a
+ * system call that woke another process). The CPU a process spent is the bench's /proc figure, not these
  * (docs/performance.md, section 39).
  */
 interface Node {

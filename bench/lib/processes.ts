@@ -23,7 +23,7 @@ export interface WebProcess {
  * Node flags that write CPU profiles of the process into `dir/name` when it exits (one file per thread: the
  * largest is the main thread's).
  */
-export const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
+const cpuProfileFlags = (dir: string | undefined, name: string): string[] =>
   dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : [];
 
 /**
@@ -53,12 +53,18 @@ export interface ProcessOptions {
   readonly perf?: boolean;
 }
 
+/** The profiling flags a service process named `name` is started with: `--profile`'s and `--perf`'s. */
+const profilingFlags = (options: ProcessOptions, name: string): string[] => [
+  ...cpuProfileFlags(options.profileDir, name),
+  ...perfFlags(options.perf),
+];
+
 const logLevel = (options: ProcessOptions): Env => (options.logDir ? { LOG_LEVEL: 'info' } : {});
 
 /** A web process of its own (web-process.ts), so its CPU and memory are the web's alone. */
 export async function startWebProcess(env: Env, options: ProcessOptions = {}): Promise<WebProcess> {
   const child = fork(path.join(__dirname, 'web-process.ts'), [], {
-    execArgv: ['--expose-gc', '--import', 'tsx', ...cpuProfileFlags(options.profileDir, 'web'), ...perfFlags(options.perf)],
+    execArgv: ['--expose-gc', '--import', 'tsx', ...profilingFlags(options, 'web')],
     env: { PATH: process.env.PATH, ...env, ...logLevel(options), PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', logFile(options.logDir, 'web'), 'inherit', 'ipc'],
   });
@@ -148,7 +154,7 @@ export async function startWorkerProcess(
   const log = logFile(options.logDir, name);
   const worker = spawnWorker(
     { ...env, ...logLevel(options), WORKER_QUEUES: queues.join(',') },
-    [...cpuProfileFlags(options.profileDir, name), ...perfFlags(options.perf)],
+    profilingFlags(options, name),
     log === 'ignore' ? undefined : log,
   );
   await waitForWorkers(config, queues, () => worker.exited);

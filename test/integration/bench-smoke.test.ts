@@ -79,6 +79,9 @@ describe('benchmarks (smoke)', function () {
     expect(figure('first_burst_latency_p95_ms').runs).to.have.length(1);
     expect(figure('first_burst_latency_p95_ms').runs[0]).to.be.above(0);
     expect(figure('first_burst_cpu_ms_service_total').runs[0]).to.be.above(0);
+    // and its cost by part, as the runs': the web's and each worker's
+    for (const part of ['web', 'worker_chain', 'worker_certificates', 'postgres'])
+      expect(figure(`first_burst_cpu_ms_${part}`).runs[0], part).to.be.above(0);
     expect(figure('latency_p95_ms').runs).to.have.length(result.parameters.runs);
     expect(result.parameters.window_blocks).to.have.length(result.parameters.runs);
   });

@@ -34,6 +34,8 @@ import { percentile, repeat } from './lib/stats';
 const BLOCK_MS = 2000;
 const CLIENTS = 100;
 const PER_ORG = 20; // within an organization's init burst (RATE_LIMIT_BURST 100)
+/** A part's name (web, worker chain, bench process (…)) as it appears in its figures' ids. */
+const partId = (part: string): string => part.replace(/\W+/g, '_');
 
 benchMain(async (options) => {
   const count = pick(options, options.size, 1000, 5);
@@ -285,7 +287,7 @@ benchMain(async (options) => {
     // the first burst's cost by part too, to tell which process's warm-up it is
     for (const [part, ms] of Object.entries(first!.cpu))
       report.add({
-        id: `first_burst_cpu_ms_${part.replace(/\W+/g, '_')}`,
+        id: `first_burst_cpu_ms_${partId(part)}`,
         label: `CPU per registration, ${part}, of the processes' first burst (the warm-up)`,
         unit: 'ms',
         runs: [ms],
@@ -303,7 +305,7 @@ benchMain(async (options) => {
     const parts = Object.keys(samples[0]!.cpu);
     for (const part of parts) {
       report.add({
-        id: `cpu_ms_${part.replace(/\W+/g, '_')}`,
+        id: `cpu_ms_${partId(part)}`,
         label: `CPU per registration: ${part}`,
         unit: 'ms',
         runs: samples.map((s) => s.cpu[part]!),
@@ -318,7 +320,7 @@ benchMain(async (options) => {
     const redisParts = [...new Set(samples.flatMap((s) => Object.keys(s.redisParts)))].sort();
     for (const part of redisParts) {
       report.add({
-        id: `redis_us_${part.replace(/\W+/g, '_')}`,
+        id: `redis_us_${partId(part)}`,
         label: `Redis command time per registration: ${part}`,
         unit: 'µs',
         runs: samples.map((s) => s.redisParts[part] ?? 0),

@@ -251,8 +251,12 @@ export async function eventHistory(db: Knex, transactionId: string): Promise<{ e
     .where('e.transaction_id', transactionId)
     .orderBy('e.created_at')
     .select(db.raw(columns));
+  // through the event's delivery: attempts are indexed by delivery, not by transaction
   const attempts = await db('webhook_attempts')
-    .where({ transaction_id: transactionId })
+    .whereIn(
+      'delivery_id',
+      db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.transaction_id', transactionId).select('d.id'),
+    )
     .orderBy(['delivery_id', 'attempt'])
     .select('delivery_id', 'attempt', 'created_at', 'status_code', 'duration_ms', 'error', 'outcome', 'next_attempt_at');
   return { events, attempts };

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { buildIndexesConcurrently, dropIndexesConcurrently, type IndexDefinition } from '../shared/db/indexes';
+import { replaceIndexesConcurrently, type IndexDefinition } from '../shared/db/indexes';
 
 /**
  * Fewer index entries written per webhook attempt (docs/performance.md, section 41). Every attempt updates its
@@ -31,11 +31,9 @@ const OLD: readonly IndexDefinition[] = [
 ];
 
 export async function up(knex: Knex): Promise<void> {
-  await buildIndexesConcurrently(knex, NEW);
-  await dropIndexesConcurrently(knex, OLD);
+  await replaceIndexesConcurrently(knex, { build: NEW, drop: OLD });
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await buildIndexesConcurrently(knex, OLD);
-  await dropIndexesConcurrently(knex, NEW);
+  await replaceIndexesConcurrently(knex, { build: OLD, drop: NEW });
 }

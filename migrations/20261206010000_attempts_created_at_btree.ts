@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { buildIndexesConcurrently, dropIndexesConcurrently, type IndexDefinition } from '../shared/db/indexes';
+import { replaceIndexesConcurrently, type IndexDefinition } from '../shared/db/indexes';
 
 /**
  * The attempts' created_at back in a B-tree, in place of 20261206000000's BRIN index. The pruning reads attempts by
@@ -13,11 +13,9 @@ const BTREE: readonly IndexDefinition[] = [['webhook_attempts_created_at_index',
 const BRIN: readonly IndexDefinition[] = [['webhook_attempts_created_at_brin', 'ON webhook_attempts USING brin (created_at)']];
 
 export async function up(knex: Knex): Promise<void> {
-  await buildIndexesConcurrently(knex, BTREE);
-  await dropIndexesConcurrently(knex, BRIN);
+  await replaceIndexesConcurrently(knex, { build: BTREE, drop: BRIN });
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await buildIndexesConcurrently(knex, BRIN);
-  await dropIndexesConcurrently(knex, BTREE);
+  await replaceIndexesConcurrently(knex, { build: BRIN, drop: BTREE });
 }

@@ -6,8 +6,8 @@ import { createDb } from './db/knex';
 import { createRedis, type Redis } from './redis/client';
 import { createQueues, closeQueues, type Queues } from './queue/queues';
 import { bullPrefix } from './redis/settings';
-import { createStorage, type Storage } from './storage/s3';
-import { ChainConnections } from './chain/connections';
+import type { Storage } from './storage/s3';
+import type { ChainConnections } from './chain/connections';
 import { SecretBox } from './crypto/secret-box';
 import { EventMetrics } from './metrics/events';
 
@@ -83,8 +83,13 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
     ? createRedis(config.redis, role === 'web' ? 'web' : 'worker', `works-api:${name}:queues`, { enableAutoPipelining: false })
     : undefined;
   if (producers) opened.queues = createQueues(producers, config.redis);
-  if (needs.has('storage')) opened.storage = createStorage(config.s3);
-  if (needs.has('chains')) opened.chains = new ChainConnections(config.chains);
+  // The S3 client and the chain's (@aws-sdk, @polkadot/api: half a worker's heap and of its start) are loaded by a
+  // role that opens them, not by a webhooks worker (docs/performance.md, section 47).
+  /* eslint-disable @typescript-eslint/no-require-imports -- loaded on demand */
+  if (needs.has('storage')) opened.storage = (require('./storage/s3') as typeof import('./storage/s3')).createStorage(config.s3);
+  if (needs.has('chains'))
+    opened.chains = new (require('./chain/connections') as typeof import('./chain/connections')).ChainConnections(config.chains);
+  /* eslint-enable @typescript-eslint/no-require-imports */
   if (needs.has('box')) opened.box = new SecretBox(config.secrets.key);
 
   let events: { events: QueueEvents; connection: Redis } | undefined;

@@ -1,12 +1,15 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import pino from 'pino';
-import { loadConfig } from '../../shared/config';
+import { loadConfig, type QueueName } from '../../shared/config';
 import { openResources, handlesOf } from '../../shared/resources';
 import { afterCommit, effects, mergeEffects, type EffectDeps } from '../../shared/transactions/effects';
 
 // A configuration naming unreachable servers: nothing here may connect.
-const config = loadConfig({
+const env = {
   DATABASE_URL: 'postgres://127.0.0.1:1/none',
   REDIS_URL: 'redis://127.0.0.1:1',
   S3_BUCKET: 'b',
@@ -18,7 +21,8 @@ const config = loadConfig({
   OIDC_ISSUER: 'https://idp',
   OIDC_AUDIENCE: 'works-api',
   OIDC_JWKS_URL: 'https://idp/jwks',
-});
+};
+const config = loadConfig(env);
 const log = pino({ level: 'silent' });
 
 describe('resources per role', () => {
@@ -45,6 +49,46 @@ describe('resources per role', () => {
     } finally {
       await resources.close();
     }
+  });
+});
+
+/** The large clients a process may load: the chain's, S3's and the certificates' PDF renderer. */
+const LARGE = ['@polkadot/api', '@aws-sdk/client-s3', 'pdfkit'];
+
+/**
+ * Which of LARGE a worker of these queues has loaded once it has made their processors, as the worker entry point
+ * does (jobs/main.ts and its modules first), in a process of its own started as the Procfile starts a worker.
+ */
+async function largeClientsOf(queues: QueueName[]): Promise<string[]> {
+  const script = `
+    require('./jobs/main');
+    const { loadConfig } = require('./shared/config');
+    const { openResources } = require('./shared/resources');
+    const { PROCESSORS } = require('./jobs/registry');
+    const queues = ${JSON.stringify(queues)};
+    const app = openResources(loadConfig(JSON.parse(process.env.WORKER_ENV)), require('pino')({ level: 'silent' }), { worker: queues });
+    for (const queue of queues) PROCESSORS[queue](app);
+    const files = Object.keys(require.cache);
+    const large = ${JSON.stringify(LARGE)}.filter((name) => files.some((file) => file.includes('/node_modules/' + name + '/')));
+    process.stdout.write(JSON.stringify(large), () => process.exit(0));
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: { PATH: process.env.PATH, WORKER_ENV: JSON.stringify(env) },
+  });
+  return JSON.parse(stdout) as string[];
+}
+
+describe('what a worker process loads', () => {
+  it('the code of its queues and handles only: no chain client in a webhooks worker, no PDF renderer in a chain worker', async () => {
+    const [webhooks, certificates, chain] = await Promise.all([
+      largeClientsOf(['webhooks', 'webhooks-dead']),
+      largeClientsOf(['certificates']),
+      largeClientsOf(['chain']),
+    ]);
+    expect(webhooks).to.deep.equal([]);
+    expect(certificates).to.deep.equal(['@aws-sdk/client-s3', 'pdfkit']);
+    expect(chain).to.deep.equal(['@polkadot/api']);
   });
 });
 

@@ -3,8 +3,8 @@ import type { ProcessorRegistry } from './workers';
 /**
  * The processor of each queue. A queue appears here once its processor exists. Each processor's module is loaded
  * when a worker starts its queue, not before: a process loads the code of the queues it runs (WORKER_QUEUES), so
- * a webhooks worker never loads the chain client (@polkadot/api) nor a chain worker PDFKit, and starts in half the
- * time with half the heap (docs/performance.md, section 47).
+ * a webhooks worker never loads the chain client (@polkadot/api) nor a chain worker PDFKit, and starts in about a
+ * third of the time with half the heap (docs/performance.md, section 47).
  */
 /* eslint-disable @typescript-eslint/no-require-imports -- each loaded on demand (above) */
 export const PROCESSORS: ProcessorRegistry = {

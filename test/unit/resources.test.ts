@@ -75,6 +75,7 @@ async function largeClientsOf(queues: QueueName[]): Promise<string[]> {
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], {
     cwd: path.resolve(__dirname, '../..'),
     env: { PATH: process.env.PATH, WORKER_ENV: JSON.stringify(env) },
+    timeout: 30_000, // a child that hangs is killed rather than outlive the run
   });
   return JSON.parse(stdout) as string[];
 }

@@ -16,18 +16,35 @@ export async function redisCpuMs(app: Resources): Promise<number> {
   return (read('used_cpu_user') + read('used_cpu_sys')) * 1000;
 }
 
-/** User and system CPU time of each process so far (ms), from /proc; a process that has ended is left out. */
+/**
+ * CPU time of each process so far (ms), from /proc; a process that has ended is left out. A process of one thread (a
+ * PostgreSQL backend) is read to the nanosecond from its schedstat (its thread's time on a core), since its stat counts
+ * in clock ticks of 10 ms, more than a smoke-sized burst costs a backend on a fast core; any other process (Node's,
+ * several threads, some of which may have ended) is read from its stat, user and system time in ticks.
+ */
 export function cpuMs(pids: readonly number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS); // utime, stime: fields 14 and 15
+      // utime, stime and num_threads: fields 14, 15 and 20 of stat(5), counted from the state (field 3) here
+      const ticksMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+      out.set(pid, fields[17] === '1' ? (onCoreMs(pid) ?? ticksMs) : ticksMs);
     } catch {
       // ended
     }
   }
   return out;
+}
+
+/** A one-thread process's time on a core (ms, from ns), or undefined where the kernel keeps no schedstat. */
+function onCoreMs(pid: number): number | undefined {
+  try {
+    const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+    return Number.isFinite(ns) ? ns / 1e6 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** CPU the processes spent since `before` (ms); one that appeared meanwhile (a pool that grew) counts from zero. */

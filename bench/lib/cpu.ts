@@ -37,11 +37,19 @@ export function cpuMs(pids: readonly number[]): Map<number, number> {
   return out;
 }
 
-/** A one-thread process's time on a core (ms, from ns), or undefined where the kernel keeps no schedstat. */
+/**
+ * A field of a schedstat file (`/proc/<pid>/schedstat`, or a thread's under `task/`), in ms from its ns: 0 the time on
+ * a core, 1 the time runnable but waiting for one. Throws if the process or thread is gone.
+ */
+export function schedstatMs(path: string, field: 0 | 1): number {
+  return Number(readFileSync(path, 'utf8').split(' ')[field]) / 1e6;
+}
+
+/** A one-thread process's time on a core (ms), or undefined where the kernel keeps no schedstat. */
 function onCoreMs(pid: number): number | undefined {
   try {
-    const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-    return Number.isFinite(ns) ? ns / 1e6 : undefined;
+    const ms = schedstatMs(`/proc/${pid}/schedstat`, 0);
+    return Number.isFinite(ms) ? ms : undefined;
   } catch {
     return undefined;
   }

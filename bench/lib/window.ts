@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Resources } from '../../shared/resources';
-import { cpuMs, postgresBackends, redisCpuMs } from './cpu';
+import { cpuMs, postgresBackends, redisCpuMs, schedstatMs } from './cpu';
 import type { ChainBlock } from './processes';
 
 /**
@@ -151,7 +151,7 @@ function runQueueWaitMs(pid: number): number {
     let total = 0;
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+        total += schedstatMs(`/proc/${pid}/task/${tid}/schedstat`, 1);
       } catch {
         // the thread ended
       }

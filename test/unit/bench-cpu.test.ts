@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { cpuMs } from '../../bench/lib/cpu';
+import { cpuMs, schedstatMs } from '../../bench/lib/cpu';
 
-const onCoreMs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+const onCoreMs = (pid: number) => schedstatMs(`/proc/${pid}/schedstat`, 0);
 const state = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0];
 
 /**

@@ -15,12 +15,15 @@ import { cpuMs, cpuSince, postgresBackends } from './lib/cpu';
 /**
  * The listing under volume: N works over 100 organizations, inserted in bulk (one INSERT … SELECT over
  * generate_series), the largest organization holding a tenth of them, each work with one of 1,000 end-user
- * refs and 1 in 10 on mainnet. Sequential `GET /v1/works?first=20` of that organization through a web process:
- * the first page, the page after its 10,000 newest works (a keyset cursor) and one ref's first page; p99 of
- * each per run, beside GET /healthz of the same server and the service call without HTTP.
+ * refs and 1 in 10 on mainnet, except that half of the largest organization's works (its even ones) share one
+ * ref, CATALOG: a partner that keeps a catalog under one end-user ref. Sequential `GET /v1/works?first=20` of that
+ * organization through a web process: the first page, the page after its 10,000 newest works (a keyset cursor),
+ * one end-user's first page and the catalog's first page; p99 of each per run, beside GET /healthz of the same
+ * server and the service call without HTTP.
  */
 const ORGANIZATIONS = 100;
 const REFS = 1000;
+const CATALOG = 'catalog';
 
 benchMain(async (options) => {
   const total = pick(options, options.size, 1_000_000, 2_000);
@@ -28,11 +31,13 @@ benchMain(async (options) => {
   const requests = options.smoke ? 30 : 300;
   const large = Math.floor(total / 10);
   const depth = Math.min(10_000, Math.floor(large / 2));
+  const catalogWorks = Math.floor(large / 2);
   const report = new BenchReport('listing', options.smoke, {
     works: total,
     organizations: ORGANIZATIONS,
     largest_organization_works: large,
     refs_per_organization: REFS,
+    catalog_ref_works: catalogWorks,
     cursor_depth: depth,
     requests_per_query_per_run: requests,
     runs,
@@ -66,6 +71,7 @@ benchMain(async (options) => {
       first: { path: '/v1/works?first=20', input: { first: 20 } },
       deep: { path: `/v1/works?first=20&after=${after}`, input: { first: 20, after } },
       ref: { path: '/v1/works?first=20&external_user_ref=user-7', input: { first: 20, external_user_ref: 'user-7' } },
+      catalog: { path: `/v1/works?first=20&external_user_ref=${CATALOG}`, input: { first: 20, external_user_ref: CATALOG } },
     };
     const principal: Principal = { kind: 'api_key', apiKeyId: key.id, organizationId, scopes: ['works:read'] };
     const get = async (path: string, token?: string) => {
@@ -80,8 +86,8 @@ benchMain(async (options) => {
 
     type Name = keyof typeof queries | 'healthz';
     const samples = await repeat(runs, async (run) => {
-      const http: Record<Name, number[]> = { first: [], deep: [], ref: [], healthz: [] };
-      const direct: Record<keyof typeof queries, number[]> = { first: [], deep: [], ref: [] };
+      const http: Record<Name, number[]> = { first: [], deep: [], ref: [], catalog: [], healthz: [] };
+      const direct: Record<keyof typeof queries, number[]> = { first: [], deep: [], ref: [], catalog: [] };
       for (let i = 0; i < requests; i++) {
         for (const [name, q] of Object.entries(queries) as [keyof typeof queries, (typeof queries)['first']][]) {
           http[name].push(await get(q.path, key.token));
@@ -105,14 +111,16 @@ benchMain(async (options) => {
         first: p99(http.first),
         deep: p99(http.deep),
         ref: p99(http.ref),
+        catalog: p99(http.catalog),
         healthz: p99(http.healthz),
         directFirst: p99(direct.first),
         directDeep: p99(direct.deep),
         directRef: p99(direct.ref),
+        directCatalog: p99(direct.catalog),
       };
       const cpuLine = Object.entries(cpu).map(([name, c]) => `${name} ${c.web.toFixed(2)} / ${c.postgres.toFixed(2)}`);
       say(
-        `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`,
+        `  run ${run + 1}: p99 first ${out.first.toFixed(1)} ms, after ${depth} ${out.deep.toFixed(1)} ms, ref ${out.ref.toFixed(1)} ms, catalog ${out.catalog.toFixed(1)} ms, /healthz ${out.healthz.toFixed(1)} ms`,
       );
       say(`    CPU per request (ms), web / PostgreSQL: ${cpuLine.join(', ')}`);
       return out;
@@ -137,6 +145,14 @@ benchMain(async (options) => {
       target,
     });
     report.add({
+      id: 'catalog_page_p99_ms',
+      label: `page of a ref holding ${catalogWorks.toLocaleString('en-US')} works p99`,
+      unit: 'ms',
+      runs: samples.map((s) => s.catalog),
+      floor: healthz,
+      target,
+    });
+    report.add({
       id: 'first_page_service_p99_ms',
       label: 'first page p99, service call only',
       unit: 'ms',
@@ -154,7 +170,13 @@ benchMain(async (options) => {
       unit: 'ms',
       runs: samples.map((s) => s.directRef),
     });
-    for (const name of ['first', 'deep', 'ref'] as const) {
+    report.add({
+      id: 'catalog_page_service_p99_ms',
+      label: 'catalog page p99, service call only',
+      unit: 'ms',
+      runs: samples.map((s) => s.directCatalog),
+    });
+    for (const name of ['first', 'deep', 'ref', 'catalog'] as const) {
       for (const part of ['web', 'postgres'] as const) {
         report.add({
           id: `${name}_page_cpu_ms_${part}`,
@@ -165,7 +187,7 @@ benchMain(async (options) => {
       }
     }
     report.note(
-      `every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref page counts its ref's works`,
+      `every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref pages count their ref's works`,
     );
     report.write(options.outDir);
   } finally {
@@ -184,10 +206,10 @@ async function insertWorks(app: Resources, orgs: string[], total: number, large:
        CASE WHEN g <= ? THEN (?::uuid[])[1] ELSE (?::uuid[])[2 + (g % ?)] END,
        CASE WHEN g % 10 = 0 THEN 'mainnet' ELSE 'testnet' END,
        g, '5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY', 'Work ' || g, 'work-' || g || '.wav', 1,
-       '0x' || md5(g::text) || md5((g + 1)::text), 'user-' || (g % ?), true,
+       '0x' || md5(g::text) || md5((g + 1)::text), CASE WHEN g <= ? AND g % 2 = 0 THEN ? ELSE 'user-' || (g % ?) END, true,
        now() - make_interval(secs => (? - g) * 0.25), now()
      FROM generate_series(1, ?) AS g`,
-    [large, orgs, orgs, orgs.length - 1, REFS, total, total],
+    [large, orgs, orgs, orgs.length - 1, large, CATALOG, REFS, total, total],
   );
   await db('ats_counters').update({ next_id: total + 1 });
   // the listing's total_count reads the counts the insert's trigger kept: they must add up

@@ -187,7 +187,7 @@ benchMain(async (options) => {
       }
     }
     report.note(
-      `every listing answers total_count too: for the unfiltered pages it is read from work_counts (kept by triggers on works, the bulk insert included), not counted over the largest organization's ${large.toLocaleString('en-US')} works; the ref pages count their ref's works`,
+      `every listing answers total_count too, read from counters the triggers on works keep (the bulk insert included), not counted: work_counts for the unfiltered pages (the largest organization's ${large.toLocaleString('en-US')} works), work_ref_counts for the ref pages (the catalog's ${catalogWorks.toLocaleString('en-US')})`,
     );
     report.write(options.outDir);
   } finally {

@@ -67,10 +67,10 @@ export interface WorksPageRows {
  * page) with the count of the works under the filter, in one statement: one round trip, and one snapshot for the
  * page, its count and whether works come before it, which PostgreSQL gives every part of a statement.
  *
- * The count, without a ref, is the sum of the counters the triggers on works keep (work_counts: per network, in up
- * to 16 slots, written in the same transactions as the rows), so a large organization's count reads a few rows, not
- * a scan; a ref's works are counted on its index: one end-user's. The page joins one row of those figures, so an
- * empty page still answers them.
+ * The count is the sum of the counters the triggers on works keep, written in the same transactions as the rows
+ * (work_counts per organization and network, work_ref_counts per organization, ref and network; each in up to 16
+ * slots), so a large organization's or a large ref's count reads a few rows, not a scan. The page joins one row of
+ * those figures, so an empty page still answers them.
  */
 export async function pageOfWorks(db: Knex, filter: ListFilter, first: number, after?: Cursor): Promise<WorksPageRows> {
   const { rows } = (await pageStatement(db, filter, first, after)) as { rows: Record<string, any>[] };
@@ -94,11 +94,11 @@ export function pageStatement(db: Knex, filter: ListFilter, first: number, after
       { column: 'id', order: 'desc' },
     ])
     .limit(first + 1);
-  let count: Knex.QueryBuilder;
-  if (filter.externalUserRef === undefined) {
-    count = db('work_counts').where({ organization_id: filter.organizationId }).sum('works');
-    if (filter.network) count.andWhere({ network: filter.network });
-  } else count = scoped(db, filter).count('*');
+  const count =
+    filter.externalUserRef === undefined
+      ? db('work_counts').where({ organization_id: filter.organizationId }).sum('works')
+      : db('work_ref_counts').where({ organization_id: filter.organizationId, external_user_ref: filter.externalUserRef }).sum('works');
+  if (filter.network) count.andWhere({ network: filter.network });
   const before = after
     ? scoped(db, filter).whereRaw('(created_at, id) >= (?::timestamptz, ?::uuid)', [after.createdAt, after.id]).select(db.raw('1')).limit(1)
     : undefined;

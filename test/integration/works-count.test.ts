@@ -6,10 +6,12 @@ import { createOrg, createKey, insertWorks } from '../helpers/factories';
 import { addVersion, initBody, register } from '../helpers/registration';
 import { useOwnDatabase } from '../helpers/services';
 import { useStack } from '../helpers/workers';
+import { pageOfWorks } from '../../shared/works/repo';
 
 /**
- * GET /v1/works's total_count without a ref comes from work_counts, kept by triggers on works (migration
- * 20261122060000): it must answer exactly what counting the rows answers, whatever wrote them.
+ * GET /v1/works's total_count comes from work_counts without a ref (migration 20261122060000) and from
+ * work_ref_counts with one (20261207000000), both kept by triggers on works: it must answer exactly what counting
+ * the rows answers, whatever wrote them.
  */
 describe('GET /v1/works: total_count from the maintained counts', function () {
   this.timeout(240_000);
@@ -22,21 +24,33 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     expect(reply.status, reply.text).to.equal(200);
     return reply.body.total_count as number;
   };
-  const rows = async (org: string, where: Record<string, string> = {}) =>
+  const rows = async (org: string, where: Record<string, string> = {}, db: Knex = app.context.db) =>
     Number(
       (
-        await app.context
-          .db('works')
+        await db('works')
           .where({ organization_id: org, ...where })
           .count<{ count: string }[]>('* as count')
       )[0]!.count,
     );
 
-  /** Every listing shape without a ref answers the count of the rows under the same filter. */
-  async function expectExact(org: string, token: string): Promise<void> {
+  /**
+   * Every listing shape answers the count of the rows under the same filter: without a ref, and for each ref the
+   * organization's works have, or `extraRefs` name, alone and on each network (a ref without works there: 404).
+   */
+  async function expectExact(org: string, token: string, extraRefs: readonly string[] = []): Promise<void> {
     expect(await list(token), 'all networks').to.equal(await rows(org));
     for (const network of ['testnet', 'mainnet'])
       expect(await list(token, `?network=${network}`), network).to.equal(await rows(org, { network }));
+    const refs = (
+      await app.context.db('works').where({ organization_id: org }).whereNotNull('external_user_ref').distinct('external_user_ref')
+    ).map((r) => r.external_user_ref as string);
+    for (const ref of new Set([...refs, ...extraRefs]))
+      for (const network of [undefined, 'testnet', 'mainnet']) {
+        const query = `?external_user_ref=${encodeURIComponent(ref)}${network ? `&network=${network}` : ''}`;
+        const expected = await rows(org, { external_user_ref: ref, ...(network ? { network } : {}) });
+        if (expected > 0) expect(await list(token, query), query).to.equal(expected);
+        else expect((await call(app.url, 'GET', `/v1/works${query}`, { token })).status, query).to.equal(404);
+      }
   }
 
   function settled(txId: string) {
@@ -91,8 +105,8 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     ];
     const db = app.context.db;
     const check = async () => {
-      await expectExact(a, tokenA);
-      await expectExact(b, tokenB);
+      await expectExact(a, tokenA, ['alice', 'carol', 'dave']);
+      await expectExact(b, tokenB, ['alice', 'carol', 'dave']);
     };
 
     await insertWorks(app.context, a, 1200); // three statements of up to 500 rows
@@ -108,7 +122,7 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, external_user_ref, has_files, created_at, latest_version_at)
        SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN ?::uuid ELSE ?::uuid END, CASE WHEN g % 5 = 0 THEN 'mainnet' ELSE 'testnet' END,
               CASE WHEN g % 5 = 0 THEN ?::bigint ELSE ?::bigint END + g, '5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY',
-              'Work ' || g, 'w.wav', 1, '0x' || md5(g::text) || md5((g + 1)::text), NULL, true, now(), now()
+              'Work ' || g, 'w.wav', 1, '0x' || md5(g::text) || md5((g + 1)::text), CASE WHEN g % 3 = 0 THEN 'carol' END, true, now(), now()
        FROM generate_series(1, 40) AS g`,
       [a, b, await base('mainnet'), await base('testnet')],
     );
@@ -130,6 +144,17 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
     await check();
     await db('works').where({ organization_id: b }).update({ title: 'renamed', latest_version: 2 });
     await check();
+    // the service never changes a work's ref; by hand, a ref given, changed and taken away is counted exactly
+    await db('works')
+      .whereIn('id', db('works').where({ organization_id: a }).whereNull('external_user_ref').limit(5).select('id'))
+      .update({ external_user_ref: 'dave' });
+    await db('works').where({ organization_id: a, external_user_ref: 'carol' }).update({ external_user_ref: 'dave' });
+    await db('works')
+      .whereIn('id', db('works').where({ organization_id: a, external_user_ref: 'dave' }).limit(2).select('id'))
+      .update({ external_user_ref: null });
+    await check();
+    expect(await rows(a, { external_user_ref: 'carol' })).to.equal(0);
+    expect(await rows(a, { external_user_ref: 'dave' })).to.be.greaterThan(3);
     expect(await list(tokenA)).to.equal(1230 + 20 - 100 + 3);
     expect(await list(tokenB)).to.equal(27 - 3);
     expect(await list(tokenA, '?external_user_ref=alice&network=testnet')).to.equal(30);
@@ -177,6 +202,26 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       expect(err?.message).to.match(/work_counts changes only through the triggers on works/);
     }
     expect(Number((await db('work_counts').where({ organization_id: org }).sum('works as works'))[0]!.works)).to.equal(2);
+  });
+
+  it('refuses any write to work_ref_counts but the triggers’', async () => {
+    const org = await createOrg(app.context);
+    await insertWorks(app.context, org, 3, { externalUserRef: 'erin' });
+    const db = app.context.db;
+    const attempts: (() => Promise<unknown>)[] = [
+      () => db('work_ref_counts').where({ organization_id: org }).update({ works: 99 }),
+      () => db('work_ref_counts').where({ organization_id: org }).del(),
+      () => db('work_ref_counts').insert({ organization_id: org, external_user_ref: 'erin', network: 'mainnet', slot: 0, works: 5 }),
+      () => db.raw('TRUNCATE work_ref_counts'),
+    ];
+    for (const attempt of attempts) {
+      const err = await attempt().then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      expect(err?.message).to.match(/work_ref_counts changes only through the triggers on works/);
+    }
+    expect(Number((await db('work_ref_counts').where({ organization_id: org }).sum('works as works'))[0]!.works)).to.equal(3);
   });
 
   describe('the migration, on a database of its own', () => {
@@ -239,6 +284,76 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       expect(await counts()).to.deep.equal([[orgs[2], 'testnet', 0]]);
       await db('organizations').where({ id: orgs[2] }).del();
       expect(await counts()).to.deep.equal([]);
+    });
+
+    const refCounts = async () =>
+      (
+        await db('work_ref_counts')
+          .groupBy('organization_id', 'external_user_ref', 'network')
+          .orderBy(['organization_id', 'external_user_ref', 'network'])
+          .select('organization_id', 'external_user_ref', 'network', db.raw('sum(works) AS works'))
+      ).map((r) => [r.organization_id, r.external_user_ref, r.network, Number(r.works)]);
+    const refRowCounts = async () =>
+      (
+        await db('works')
+          .whereNotNull('external_user_ref')
+          .groupBy('organization_id', 'external_user_ref', 'network')
+          .orderBy(['organization_id', 'external_user_ref', 'network'])
+          .select('organization_id', 'external_user_ref', 'network', db.raw('count(*) AS works'))
+      ).map((r) => [r.organization_id, r.external_user_ref, r.network, Number(r.works)]);
+
+    it('counts the refs of the works already there, keeps counting, and goes down and up again', async () => {
+      await db.migrate.latest();
+      await db.migrate.down({ name: '20261207000000_work_ref_counts.ts' });
+      expect(await db.schema.hasTable('work_ref_counts')).to.equal(false);
+      const org = (await db('organizations').insert({ name: 'refs' }).returning('id'))[0].id as string;
+      const insert = (from: number, to: number) =>
+        db.raw(
+          `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, external_user_ref, has_files, created_at, latest_version_at)
+           SELECT gen_random_uuid(), ?::uuid, CASE WHEN g % 3 = 0 THEN 'mainnet' ELSE 'testnet' END, g, 'owner', 'Work', 'w.wav', 1, '0x00',
+                  CASE WHEN g % 4 = 0 THEN NULL ELSE 'user-' || (g % 5) END, true, now(), now()
+           FROM generate_series(?::int, ?::int) AS g`,
+          [org, from, to],
+        );
+      await insert(1_000_001, 1_000_600);
+      await db.migrate.latest();
+      const backfilled = await refCounts();
+      expect(backfilled).to.deep.equal(await refRowCounts());
+      // 600 works, a quarter without a ref
+      expect(backfilled.reduce((sum, [, , , n]) => sum + (n as number), 0)).to.equal(450);
+
+      await insert(1_000_601, 1_000_900);
+      await db('works').where({ organization_id: org, external_user_ref: 'user-1' }).del();
+      const after = await refCounts();
+      expect(after.filter(([, , , n]) => n !== 0)).to.deep.equal(await refRowCounts());
+      // user-1's counter rows stay, at zero
+      expect(after.filter(([, ref]) => ref === 'user-1').map(([, , network, n]) => [network, n])).to.deep.equal([
+        ['mainnet', 0],
+        ['testnet', 0],
+      ]);
+
+      await db.migrate.down({ name: '20261207000000_work_ref_counts.ts' });
+      expect(await db.schema.hasTable('work_ref_counts')).to.equal(false);
+      // written while no trigger counts: the backfill of the next up counts it
+      await db('works')
+        .whereIn('id', db('works').where({ organization_id: org, external_user_ref: 'user-2' }).limit(3).select('id'))
+        .del();
+      await db.migrate.latest();
+      expect(await refCounts()).to.deep.equal(await refRowCounts());
+
+      // the listing reads the counters, not the rows: a counter set by hand (its guard off) is what it answers
+      const page = await pageOfWorks(db, { organizationId: org, externalUserRef: 'user-3' }, 20);
+      expect(page.totalCount).to.equal(await rows(org, { external_user_ref: 'user-3' }, db));
+      await db.raw('ALTER TABLE work_ref_counts DISABLE TRIGGER work_ref_counts_guard');
+      await db('work_ref_counts').where({ organization_id: org, external_user_ref: 'user-3', network: 'testnet' }).increment('works', 1000);
+      await db.raw('ALTER TABLE work_ref_counts ENABLE TRIGGER work_ref_counts_guard');
+      expect((await pageOfWorks(db, { organizationId: org, externalUserRef: 'user-3' }, 20)).totalCount).to.equal(page.totalCount + 1000);
+      expect((await pageOfWorks(db, { organizationId: org, externalUserRef: 'user-3', network: 'mainnet' }, 20)).totalCount).to.equal(
+        await rows(org, { external_user_ref: 'user-3', network: 'mainnet' }, db),
+      );
+
+      await db.raw('TRUNCATE works CASCADE');
+      expect(await refCounts()).to.deep.equal([]);
     });
   });
 });

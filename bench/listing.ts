@@ -212,8 +212,10 @@ async function insertWorks(app: Resources, orgs: string[], total: number, large:
     [large, orgs, orgs, orgs.length - 1, large, CATALOG, REFS, total, total],
   );
   await db('ats_counters').update({ next_id: total + 1 });
-  // the listing's total_count reads the counts the insert's trigger kept: they must add up
-  const [counted] = await db('work_counts').sum<{ works: string }[]>('works as works');
-  if (Number(counted?.works) !== total) throw new Error(`work_counts holds ${counted?.works} works, not ${total}`);
+  // the listing's total_count reads the counts the insert's triggers kept: they must add up (every work has a ref)
+  for (const table of ['work_counts', 'work_ref_counts']) {
+    const [counted] = await db(table).sum<{ works: string }[]>('works as works');
+    if (Number(counted?.works) !== total) throw new Error(`${table} holds ${counted?.works} works, not ${total}`);
+  }
   await db.raw('VACUUM ANALYZE works');
 }

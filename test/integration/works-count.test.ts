@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { Client } from 'pg';
 import { call, eventually, type TestApp } from '../helpers/app';
 import { createOrg, createKey, insertWorks } from '../helpers/factories';
 import { addVersion, initBody, register } from '../helpers/registration';
@@ -183,6 +184,61 @@ describe('GET /v1/works: total_count from the maintained counts', function () {
       .catch(() => undefined);
     expect(await list(tokenA)).to.equal(before);
     await check();
+  });
+
+  it('moves a work to another ref by hand behind an insert on its counter slot, not into a deadlock with it', async () => {
+    const org = await createOrg(app.context);
+    const token = (await createKey(app.context, org, ['works:read'])).token;
+    const [moved] = await insertWorks(app.context, org, 1, { externalUserRef: 'frank' });
+    const [reserved] = await app.context.db('ats_counters').where({ network: 'testnet' }).increment('next_id', 2).returning('next_id');
+    const insert = (client: Client, atsId: number, ref: string) =>
+      client
+        .query(
+          `INSERT INTO works (id, organization_id, network, ats_id, owner, title, asset_filename, latest_version, latest_commitment, external_user_ref, has_files, created_at, latest_version_at)
+           VALUES ($1, $2, 'testnet', $3, 'owner', 'Work', 'w.wav', 1, '0x' || repeat('ab', 32), $4, true, now(), now())`,
+          [randomUUID(), org, atsId, ref],
+        )
+        .then(
+          () => 'inserted',
+          (err: Error) => err.message,
+        );
+    // two backends on one counter slot (pid % 16): among 17 connections, two are
+    const clients: Client[] = [];
+    try {
+      const bySlot = new Map<number, { client: Client; pid: number }>();
+      let pair: [{ client: Client; pid: number }, { client: Client; pid: number }] | undefined;
+      while (!pair) {
+        const client = new Client({ connectionString: app.context.config.database.url });
+        clients.push(client);
+        await client.connect();
+        const pid = Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+        const other = bySlot.get(pid % 16);
+        if (other) pair = [other, { client, pid }];
+        else bySlot.set(pid % 16, { client, pid });
+      }
+      const [mover, inserter] = pair;
+      await mover.client.query('BEGIN');
+      await mover.client.query(`UPDATE works SET external_user_ref = 'grace' WHERE id = $1`, [moved]);
+      await inserter.client.query('BEGIN');
+      const inserted = insert(inserter.client, Number(reserved.next_id) - 2, 'frank');
+      await eventually(
+        async () =>
+          (await app.context.db.raw('SELECT wait_event_type FROM pg_stat_activity WHERE pid = ?', [inserter.pid])).rows[0]
+            ?.wait_event_type === 'Lock' || undefined,
+        'the insert to wait for the move',
+        10_000,
+      );
+      // the mover's own insert on the slot: had the insert taken the slot before the move's ref counter, a deadlock
+      expect(await insert(mover.client, Number(reserved.next_id) - 1, 'heidi')).to.equal('inserted');
+      await mover.client.query('COMMIT');
+      expect(await inserted).to.equal('inserted');
+      await inserter.client.query('COMMIT');
+    } finally {
+      await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    }
+    await expectExact(org, token, ['frank', 'grace', 'heidi']);
+    expect(await list(token, '?external_user_ref=grace')).to.equal(1);
+    expect(await list(token, '?external_user_ref=frank')).to.equal(1);
   });
 
   for (const [table, row] of [

@@ -71,9 +71,10 @@ export async function up(knex: Knex): Promise<void> {
         ORDER BY 1, 2
         ON CONFLICT (organization_id, network, slot) DO UPDATE SET works = work_counts.works;
       INSERT INTO work_ref_counts (organization_id, external_user_ref, network, slot, works)
-        SELECT * FROM (VALUES (OLD.organization_id, OLD.external_user_ref, OLD.network, pg_backend_pid() % ${SLOTS}, -1),
-                              (NEW.organization_id, NEW.external_user_ref, NEW.network, pg_backend_pid() % ${SLOTS}, 1)) AS m
-        WHERE m.column2 IS NOT NULL
+        SELECT organization_id, external_user_ref, network, pg_backend_pid() % ${SLOTS}, works
+        FROM (VALUES (OLD.organization_id, OLD.external_user_ref, OLD.network, -1),
+                     (NEW.organization_id, NEW.external_user_ref, NEW.network, 1)) AS m(organization_id, external_user_ref, network, works)
+        WHERE external_user_ref IS NOT NULL
         ORDER BY 1, 2, 3
         ON CONFLICT (organization_id, external_user_ref, network, slot) DO UPDATE SET works = work_ref_counts.works + excluded.works;
       RETURN NULL;

@@ -17,6 +17,8 @@ import {
   type TokenOutcome,
 } from './key-cache';
 import type { ApiKey, Principal, Scope } from './types';
+import type { KeyLookup } from './repo';
+import { keyReadsOf, type KeyReads } from './key-reads';
 import { RefusedDestination, vetDestination, type DestinationPolicy } from '../webhooks/destination';
 
 export interface ApiKeyDeps {
@@ -67,6 +69,8 @@ export const listApiKeys = (db: Knex, organizationId: string) => repo.listApiKey
 export interface KeyCheckDeps extends KeyCacheDeps {
   readonly db: Knex;
   readonly log?: Logger;
+  /** The process's PostgreSQL reads of keys under way (one per database unless given). */
+  readonly keyReads?: KeyReads;
 }
 
 /** Revokes in PostgreSQL, then marks the key's record revoked before answering: the very next request fails. */
@@ -89,26 +93,41 @@ export interface KeyCheck {
  * Resolves a bearer API key to its principal. The checksum is verified before any lookup. The key's record
  * in Redis answers (key-cache.ts), taking a token of the organization's bucket and making the admitted write
  * in the same round trip when asked; PostgreSQL answers when Redis has no record or is away, and the answer
- * is kept (the write is then not made: `written` false).
+ * is kept (the write is then not made: `written` false). A check that finds a read of its key under way in
+ * this process waits for it and asks Redis again, rather than read the same row (key-reads.ts).
  */
 export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken, write?: AdmittedWrite): Promise<KeyCheck> {
   if (!isWellFormedToken(token)) throw unauthorized();
   const hash = hashToken(token);
-  const cached = await lookupKey(deps, hash, take, write).catch((): CacheLookup => ({ kind: 'unknown' }));
-  if (cached.kind === 'revoked') throw unauthorized();
-  if (cached.kind === 'found') {
-    if (cached.firstUseThisMinute) touch(deps, cached.key.id);
-    const principal = principalOf(cached.key, cached.organizationStatus);
-    return { principal, ...(cached.token ? { token: cached.token } : {}), written: cached.written };
+  let cached = await lookupKey(deps, hash, take, write).catch(unknownKey);
+  if (cached.kind === 'unknown') {
+    const reads = deps.keyReads ?? keyReadsOf(deps.db);
+    // no await between finding no read under way and starting one: checks answered together read once
+    const joining = reads.join(hash);
+    if (!joining) return checkInPostgres(deps, reads, hash);
+    await joining;
+    cached = await lookupKey(deps, hash, take, write).catch(unknownKey);
+    if (cached.kind === 'unknown') return checkInPostgres(deps, reads, hash);
   }
-  const found = await repo.findKeyByHash(deps.db, hash);
-  if (!found) throw unauthorized();
-  const key = { id: found.key.id, organizationId: found.key.organizationId, scopes: found.key.scopes };
-  await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : key, found.organizationStatus).catch(() => undefined);
-  if (found.key.revokedAt) throw unauthorized();
-  if (found.stale) touch(deps, found.key.id);
-  return { principal: principalOf(key, found.organizationStatus) };
+  if (cached.kind === 'revoked') throw unauthorized();
+  if (cached.firstUseThisMinute) touch(deps, cached.key.id);
+  const principal = principalOf(cached.key, cached.organizationStatus);
+  return { principal, ...(cached.token ? { token: cached.token } : {}), written: cached.written };
 }
+
+/** The key as PostgreSQL has it, its records filled in Redis for the next checks (the token and the write not made). */
+async function checkInPostgres(deps: KeyCheckDeps, reads: KeyReads, hash: Buffer): Promise<KeyCheck> {
+  const found = await reads.read(hash, async (found) => {
+    if (found) await fillKey(deps, hash, found.key.revokedAt ? 'revoked' : keyOf(found), found.organizationStatus).catch(() => undefined);
+  });
+  if (!found || found.key.revokedAt) throw unauthorized();
+  if (found.stale) touch(deps, found.key.id);
+  return { principal: principalOf(keyOf(found), found.organizationStatus) };
+}
+
+const unknownKey = (): CacheLookup => ({ kind: 'unknown' });
+
+const keyOf = ({ key }: KeyLookup): CachedKey => ({ id: key.id, organizationId: key.organizationId, scopes: key.scopes });
 
 export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
   return (await checkApiKey(deps, token)).principal;

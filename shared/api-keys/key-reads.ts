@@ -1,0 +1,73 @@
+import type { Knex } from 'knex';
+import { findKeyByHash, type KeyLookup } from './repo';
+
+/** How long a key check waits for another's PostgreSQL read of the same key before reading it itself. */
+export const JOIN_WAIT_MS = 1_000;
+
+/**
+ * A web process's PostgreSQL reads of keys under way, by token hash. A key's requests that find no record in
+ * Redis at the same moment (its first use; its record or its organization's status just expired) would each read
+ * PostgreSQL and fill the same records; instead the first reads, and the others `join` its read: they wait for it
+ * to settle (its records filled), at most `JOIN_WAIT_MS`, then ask Redis again themselves (key-cache.ts).
+ *
+ * A joiner never takes the read's answer as its own: that read may have begun before a suspension or a
+ * revocation that answered before the joiner began. Asking Redis again afterwards finds what those wrote (they
+ * write their records before answering, and a fill never overwrites a record: `SET NX`), as a read of its own
+ * would; when Redis still has no record (the fill failed, the read is slow or failed), the joiner reads
+ * PostgreSQL itself. A read that hangs holds its joiners `JOIN_WAIT_MS` at most.
+ */
+export class KeyReads {
+  private readonly underWay = new Map<string, { readonly read: Promise<unknown>; joiners: number }>();
+
+  constructor(private readonly find: (hash: Buffer) => Promise<KeyLookup | undefined>) {}
+
+  /**
+   * Reads the key, and `fill`s its records with what was read, as the read others join until `fill` settles;
+   * when a read of this key is already under way, the two run as this caller's own and nobody joins them.
+   */
+  async read(hash: Buffer, fill: (found: KeyLookup | undefined) => Promise<void>): Promise<KeyLookup | undefined> {
+    const id = hash.toString('hex');
+    const found = this.find(hash);
+    const settled = found.then(fill);
+    if (!this.underWay.has(id)) {
+      const entry = { read: settled, joiners: 0 };
+      this.underWay.set(id, entry);
+      const done = () => void (this.underWay.get(id) === entry && this.underWay.delete(id));
+      settled.then(done, done);
+    }
+    await settled.catch(() => undefined);
+    return found;
+  }
+
+  /**
+   * Waits for the read of this key under way to settle (at most `JOIN_WAIT_MS`); undefined, at once, when none is.
+   * Not async: a caller that finds none starts its own `read` before any other check can look.
+   */
+  join(hash: Buffer): Promise<void> | undefined {
+    const entry = this.underWay.get(hash.toString('hex'));
+    if (!entry) return undefined;
+    entry.joiners += 1;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, JOIN_WAIT_MS)));
+    return Promise.race([entry.read.then(noop, noop), waited]).finally(() => {
+      clearTimeout(timer);
+      entry.joiners -= 1;
+    });
+  }
+
+  /** The key checks waiting for the read of this key under way (0 when none is). */
+  joiners(hash: Buffer): number {
+    return this.underWay.get(hash.toString('hex'))?.joiners ?? 0;
+  }
+}
+
+const noop = () => undefined;
+
+const perDatabase = new WeakMap<Knex, KeyReads>();
+
+/** The process's reads of keys in this database. */
+export function keyReadsOf(db: Knex): KeyReads {
+  let reads = perDatabase.get(db);
+  if (!reads) perDatabase.set(db, (reads = new KeyReads((hash) => findKeyByHash(db, hash))));
+  return reads;
+}

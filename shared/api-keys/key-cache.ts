@@ -161,11 +161,10 @@ export function packWrite(commands: AdmittedWrite['commands']): string {
   return packed;
 }
 
-export function lookupKey(deps: KeyCacheDeps, hash: Buffer, take?: TakeToken, write?: AdmittedWrite): Promise<CacheLookup> {
-  return lookupPacked(deps, hash, take, write && { scope: write.scope, packed: packWrite(write.commands) });
-}
-
-/** `lookupKey` with its write already packed (`packWrite`): what the script is given as it is. */
+/**
+ * The key's record and its organization's status, a token of the bucket when `take` asks for one, and the admitted
+ * write, its commands packed by `packWrite` (once per request, though a check may ask twice: key-reads.ts).
+ */
 export async function lookupPacked(
   deps: KeyCacheDeps,
   hash: Buffer,

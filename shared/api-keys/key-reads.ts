@@ -13,8 +13,9 @@ export const JOIN_WAIT_MS = 1_000;
  * A joiner never takes the read's answer as its own: that read may have begun before a suspension or a
  * revocation that answered before the joiner began. Asking Redis again afterwards finds what those wrote (they
  * write their records before answering, and a fill never overwrites a record: `SET NX`), as a read of its own
- * would; when Redis still has no record (the fill failed, the read is slow or failed), the joiner reads
- * PostgreSQL itself. A read that hangs holds its joiners `JOIN_WAIT_MS` at most.
+ * would while Redis keeps those records; when Redis still has no record (the fill failed, the read is slow or
+ * failed, the key does not exist), the joiner reads PostgreSQL itself. A read that hangs holds its joiners
+ * `JOIN_WAIT_MS` at most, and is no longer joined after that: the next check of its key starts a read of its own.
  */
 export class KeyReads {
   private readonly underWay = new Map<string, { readonly read: Promise<unknown>; joiners: number }>();
@@ -22,8 +23,9 @@ export class KeyReads {
   constructor(private readonly find: (hash: Buffer) => Promise<KeyLookup | undefined>) {}
 
   /**
-   * Reads the key, and `fill`s its records with what was read, as the read others join until `fill` settles;
-   * when a read of this key is already under way, the two run as this caller's own and nobody joins them.
+   * Reads the key and `fill`s its records with what was read. Other checks may join it until the fill settles or
+   * `JOIN_WAIT_MS` has passed. If another read of this key is already under way, this one is the caller's alone:
+   * nobody joins it.
    */
   async read(hash: Buffer, fill: (found: KeyLookup | undefined) => Promise<void>): Promise<KeyLookup | undefined> {
     const id = hash.toString('hex');
@@ -32,7 +34,11 @@ export class KeyReads {
     if (!this.underWay.has(id)) {
       const entry = { read: settled, joiners: 0 };
       this.underWay.set(id, entry);
-      const done = () => void (this.underWay.get(id) === entry && this.underWay.delete(id));
+      const done = () => {
+        clearTimeout(stale);
+        if (this.underWay.get(id) === entry) this.underWay.delete(id);
+      };
+      const stale = setTimeout(done, JOIN_WAIT_MS).unref();
       settled.then(done, done);
     }
     await settled.catch(() => undefined);
@@ -63,11 +69,11 @@ export class KeyReads {
 
 const noop = () => undefined;
 
-const perDatabase = new WeakMap<Knex, KeyReads>();
+const perKnex = new WeakMap<Knex, KeyReads>();
 
-/** The process's reads of keys in this database. */
+/** The process's reads of keys through this Knex instance (a web process has one). */
 export function keyReadsOf(db: Knex): KeyReads {
-  let reads = perDatabase.get(db);
-  if (!reads) perDatabase.set(db, (reads = new KeyReads((hash) => findKeyByHash(db, hash))));
+  let reads = perKnex.get(db);
+  if (!reads) perKnex.set(db, (reads = new KeyReads((hash) => findKeyByHash(db, hash))));
   return reads;
 }

@@ -7,7 +7,8 @@ import * as repo from './repo';
 import { generateToken, hashToken, isWellFormedToken, tokenPrefix } from './token';
 import {
   fillKey,
-  lookupKey,
+  lookupPacked,
+  packWrite,
   recordRevoked,
   type AdmittedWrite,
   type CacheLookup,
@@ -17,7 +18,6 @@ import {
   type TokenOutcome,
 } from './key-cache';
 import type { ApiKey, Principal, Scope } from './types';
-import type { KeyLookup } from './repo';
 import { keyReadsOf, type KeyReads } from './key-reads';
 import { RefusedDestination, vetDestination, type DestinationPolicy } from '../webhooks/destination';
 
@@ -69,7 +69,7 @@ export const listApiKeys = (db: Knex, organizationId: string) => repo.listApiKey
 export interface KeyCheckDeps extends KeyCacheDeps {
   readonly db: Knex;
   readonly log?: Logger;
-  /** The process's PostgreSQL reads of keys under way (one per database unless given). */
+  /** The process's PostgreSQL reads of keys under way (one per Knex instance unless given). */
   readonly keyReads?: KeyReads;
 }
 
@@ -99,15 +99,17 @@ export interface KeyCheck {
 export async function checkApiKey(deps: KeyCheckDeps, token: string, take?: TakeToken, write?: AdmittedWrite): Promise<KeyCheck> {
   if (!isWellFormedToken(token)) throw unauthorized();
   const hash = hashToken(token);
-  let cached = await lookupKey(deps, hash, take, write).catch(unknownKey);
-  if (cached.kind === 'unknown') {
+  const packed = write && { scope: write.scope, packed: packWrite(write.commands) };
+  let cached = await lookupPacked(deps, hash, take, packed).catch(unavailable);
+  if (cached.kind === 'unknown' || cached.kind === 'unavailable') {
     const reads = deps.keyReads ?? keyReadsOf(deps.db);
-    // no await between finding no read under way and starting one: checks answered together read once
-    const joining = reads.join(hash);
+    // no await between finding no read under way and starting one: checks answered together read once. With
+    // Redis away, nothing joins: asking it again would only add its timeout.
+    const joining = cached.kind === 'unknown' ? reads.join(hash) : undefined;
     if (!joining) return checkInPostgres(deps, reads, hash);
     await joining;
-    cached = await lookupKey(deps, hash, take, write).catch(unknownKey);
-    if (cached.kind === 'unknown') return checkInPostgres(deps, reads, hash);
+    cached = await lookupPacked(deps, hash, take, packed).catch(unavailable);
+    if (cached.kind === 'unknown' || cached.kind === 'unavailable') return checkInPostgres(deps, reads, hash);
   }
   if (cached.kind === 'revoked') throw unauthorized();
   if (cached.firstUseThisMinute) touch(deps, cached.key.id);
@@ -125,9 +127,10 @@ async function checkInPostgres(deps: KeyCheckDeps, reads: KeyReads, hash: Buffer
   return { principal: principalOf(keyOf(found), found.organizationStatus) };
 }
 
-const unknownKey = (): CacheLookup => ({ kind: 'unknown' });
+/** Redis did not answer the key check (away, or its command timed out). */
+const unavailable = (): CacheLookup | { readonly kind: 'unavailable' } => ({ kind: 'unavailable' });
 
-const keyOf = ({ key }: KeyLookup): CachedKey => ({ id: key.id, organizationId: key.organizationId, scopes: key.scopes });
+const keyOf = ({ key }: repo.KeyLookup): CachedKey => ({ id: key.id, organizationId: key.organizationId, scopes: key.scopes });
 
 export async function authenticateApiKey(deps: KeyCheckDeps, token: string): Promise<Principal> {
   return (await checkApiKey(deps, token)).principal;

@@ -1,5 +1,6 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
 import { startApp, type TestApp } from '../helpers/app';
 import { createOrg, createKey, suspendOrg } from '../helpers/factories';
 import { checkApiKey, revokeApiKey, type KeyCheck, type KeyCheckDeps } from '../../shared/api-keys/service';
@@ -18,14 +19,24 @@ describe('API key checks sharing a PostgreSQL read', () => {
   before(async () => (app = await startApp()));
   after(() => app?.close());
 
+  /** KeyReads that counts the checks that joined a read. */
+  class CountedReads extends KeyReads {
+    joins = 0;
+    override join(hash: Buffer) {
+      const joining = super.join(hash);
+      if (joining) this.joins += 1;
+      return joining;
+    }
+  }
+
   /** The real read, counted; the first one held after it read, until `release`, when `holdFirst`. */
-  function heldReads(holdFirst: boolean, failFirst = false) {
+  function heldReads(holdFirst: boolean, failFirst = false, redis = app.context.redis) {
     let release!: () => void;
     let readDone!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const firstRead = new Promise<void>((resolve) => (readDone = resolve));
     let calls = 0;
-    const reads = new KeyReads(async (hash) => {
+    const reads = new CountedReads(async (hash) => {
       const first = ++calls === 1;
       const found = await findKeyByHash(app.context.db, hash);
       if (first && holdFirst) {
@@ -35,7 +46,7 @@ describe('API key checks sharing a PostgreSQL read', () => {
       }
       return found;
     });
-    const deps: KeyCheckDeps = { db: app.context.db, redis: app.context.redis, config: app.context.config, keyReads: reads };
+    const deps: KeyCheckDeps = { db: app.context.db, redis, config: app.context.config, keyReads: reads };
     return { deps, reads, release, firstRead, calls: () => calls };
   }
 
@@ -54,7 +65,11 @@ describe('API key checks sharing a PostgreSQL read', () => {
     await held.firstRead;
     const check = () => refusal(checkApiKey(held.deps, key.token));
     const joined = async () => {
-      while (held.reads.joiners(hashToken(key.token)) < 1) await turn();
+      const deadline = Date.now() + 10_000;
+      while (held.reads.joiners(hashToken(key.token)) < 1) {
+        if (Date.now() > deadline) throw new Error('no check joined the read under way');
+        await turn();
+      }
     };
     return { ...held, org, key, first, check, joined };
   }
@@ -70,6 +85,43 @@ describe('API key checks sharing a PostgreSQL read', () => {
     // the read's own check answered from PostgreSQL (no token asked of the bucket); the nineteen that joined, from Redis
     expect(checks.filter((c) => c.token?.taken === true)).to.have.length(19);
     expect(checks.filter((c) => c.token === undefined)).to.have.length(1);
+  });
+
+  it("a key known to Redis whose organization's status expired: twenty checks read PostgreSQL once, and those that joined make their admitted write", async () => {
+    const org = await createOrg(app.context);
+    const key = await createKey(app.context, org);
+    const { deps, reads, calls } = heldReads(false);
+    await checkApiKey(deps, key.token); // the key's and the status's records filled
+    const prefix = app.context.config.redis.prefix;
+    await app.context.redis.del(`${prefix}:org-status:${org}`);
+    const counter = `${prefix}:test-admitted-writes:${org}`;
+    const write = { scope: 'works:register' as const, commands: [['INCR', counter]] };
+    try {
+      const checks = await Promise.all(Array.from({ length: 20 }, () => checkApiKey(deps, key.token, undefined, write)));
+      expect(calls()).to.equal(2);
+      expect(reads.joins).to.equal(19);
+      // the write is made by the script only for a check Redis answered; the reading check's is the caller's to make
+      expect(checks.filter((c) => c.written === true)).to.have.length(19);
+      expect(Number(await app.context.redis.get(counter))).to.equal(19);
+    } finally {
+      await app.context.redis.del(counter);
+    }
+  });
+
+  it('with Redis away no check waits on another: each reads PostgreSQL at once', async () => {
+    const org = await createOrg(app.context);
+    const key = await createKey(app.context, org);
+    const away = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    away.on('error', () => undefined);
+    try {
+      const { deps, reads, calls } = heldReads(false, false, away);
+      const checks = await Promise.all(Array.from({ length: 5 }, () => checkApiKey(deps, key.token)));
+      for (const check of checks) expect(check.principal.apiKeyId).to.equal(key.id);
+      expect(reads.joins).to.equal(0);
+      expect(calls()).to.equal(5);
+    } finally {
+      away.disconnect();
+    }
   });
 
   it('a suspension answered while the shared read, which found the organization active, is held refuses the check that joined it', async () => {
@@ -99,25 +151,26 @@ describe('API key checks sharing a PostgreSQL read', () => {
   });
 
   it(`a read that hangs holds the checks that joined it ${JOIN_WAIT_MS} ms at most: they read PostgreSQL themselves`, async () => {
-    const { first, check, joined, release, calls } = await heldFirstCheck();
+    const { key, reads, first, check, joined, release, calls } = await heldFirstCheck();
     const started = Date.now();
     const later = check();
     await joined();
     expect(await later).to.equal('admitted');
     expect(Date.now() - started).to.be.at.least(JOIN_WAIT_MS);
     expect(calls()).to.equal(2);
+    // and, still hanging, it is no longer joined: the next check starts a read of its own at once
+    expect(reads.join(hashToken(key.token))).to.equal(undefined);
     release();
     expect(await first).to.equal('admitted');
   });
 
   it('a shared read that fails fails only its own check: the one that joined it reads PostgreSQL itself', async () => {
-    const { key, reads, first, check, joined, release, calls } = await heldFirstCheck(true);
+    const { first, check, joined, release, calls } = await heldFirstCheck(true);
     const later = check();
     await joined();
     release();
     expect(await later).to.equal('admitted');
     expect(await first).to.equal('the connection went away');
     expect(calls()).to.equal(2);
-    expect(reads.joiners(hashToken(key.token))).to.equal(0);
   });
 });

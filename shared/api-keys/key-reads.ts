@@ -18,7 +18,7 @@ export const JOIN_WAIT_MS = 1_000;
  * `JOIN_WAIT_MS` at most, and is no longer joined after that: the next check of its key starts a read of its own.
  */
 export class KeyReads {
-  private readonly underWay = new Map<string, { readonly read: Promise<unknown>; joiners: number }>();
+  private readonly underWay = new Map<string, Promise<unknown>>();
 
   constructor(private readonly find: (hash: Buffer) => Promise<KeyLookup | undefined>) {}
 
@@ -32,11 +32,10 @@ export class KeyReads {
     const found = this.find(hash);
     const settled = found.then(fill);
     if (!this.underWay.has(id)) {
-      const entry = { read: settled, joiners: 0 };
-      this.underWay.set(id, entry);
+      this.underWay.set(id, settled);
       const done = () => {
         clearTimeout(stale);
-        if (this.underWay.get(id) === entry) this.underWay.delete(id);
+        if (this.underWay.get(id) === settled) this.underWay.delete(id);
       };
       const stale = setTimeout(done, JOIN_WAIT_MS).unref();
       settled.then(done, done);
@@ -50,20 +49,11 @@ export class KeyReads {
    * Not async: a caller that finds none starts its own `read` before any other check can look.
    */
   join(hash: Buffer): Promise<void> | undefined {
-    const entry = this.underWay.get(hash.toString('hex'));
-    if (!entry) return undefined;
-    entry.joiners += 1;
+    const read = this.underWay.get(hash.toString('hex'));
+    if (!read) return undefined;
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, JOIN_WAIT_MS)));
-    return Promise.race([entry.read.then(noop, noop), waited]).finally(() => {
-      clearTimeout(timer);
-      entry.joiners -= 1;
-    });
-  }
-
-  /** The key checks waiting for the read of this key under way (0 when none is). */
-  joiners(hash: Buffer): number {
-    return this.underWay.get(hash.toString('hex'))?.joiners ?? 0;
+    return Promise.race([read.then(noop, noop), waited]).finally(() => clearTimeout(timer));
   }
 }
 

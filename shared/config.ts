@@ -29,7 +29,15 @@ export interface Config {
   readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
   readonly log: { readonly level: string };
   readonly metrics: { readonly port: number | undefined; readonly host: string };
-  readonly database: { readonly url: string; readonly poolMax: number };
+  readonly database: {
+    readonly url: string;
+    readonly poolMax: number;
+    /**
+     * WEB_STATEMENT_TIMEOUT_MS: the longest a web process's PostgreSQL statement runs, lock waits included, before the
+     * server cancels it (the request answers 503). Under the confirm's 30 s hold (registration/confirm.ts).
+     */
+    readonly webStatementTimeoutMs: number;
+  };
   readonly redis: RedisSettings;
   readonly s3: {
     readonly endpoint: string | undefined;
@@ -198,7 +206,11 @@ export function loadConfig(env: Env = process.env): Config {
     },
     log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
     metrics: { port: read.int('METRICS_PORT', undefined, 0, 65535), host: read.optional('METRICS_HOST') ?? '0.0.0.0' },
-    database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000) },
+    database: {
+      url: read.required('DATABASE_URL') ?? '',
+      poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000),
+      webStatementTimeoutMs: read.int('WEB_STATEMENT_TIMEOUT_MS', 5000, 100, 20_000),
+    },
     redis: readRedisSettings(read, problems),
     s3: {
       endpoint: read.optional('S3_ENDPOINT'),

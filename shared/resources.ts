@@ -74,7 +74,8 @@ export function openResources(config: Config, log: Logger, role: Role): Resource
   const needs = handlesOf(role);
   const name = roleName(role);
   const opened: Partial<Handles> = {};
-  if (needs.has('db')) opened.db = createDb(config.database, log);
+  // a web's statements end within WEB_STATEMENT_TIMEOUT_MS (its request answers 503); a worker's and the tools' run to their end
+  if (needs.has('db')) opened.db = createDb(config.database, log, role === 'web' ? config.database.webStatementTimeoutMs : undefined);
   // the web fails fast when Redis is away (a request answers 503 rather than hang); others wait and retry
   if (needs.has('redis')) opened.redis = createRedis(config.redis, role === 'web' ? 'web' : 'worker', `works-api:${name}`);
   // producers have a connection of their own, of the same kind (the web enqueues fail-fast too) but without

@@ -9,13 +9,25 @@ export const MIGRATIONS_DIR = path.resolve(__dirname, '../../migrations');
 
 /**
  * The pool. With `log`, knex's own warnings (a connection that could not be opened, with its stack; a deprecation)
- * are lines of the process's JSON log, under `component: knex`, rather than free text on the console.
+ * are lines of the process's JSON log, under `component: knex`, rather than free text on the console. With
+ * `statementTimeoutMs`, each connection's statements are cancelled by the server past it, waits for locks included
+ * (a web's: a request answers 503 rather than hold its connection for as long as a lock is held). It is set by a
+ * `SET` once per connection, not as a startup parameter, which a pooler such as PgBouncer refuses.
  */
-export function createDb(database: Config['database'], log?: Logger): Db {
+export function createDb(database: Pick<Config['database'], 'url' | 'poolMax'>, log?: Logger, statementTimeoutMs?: number): Db {
+  const afterCreate =
+    statementTimeoutMs === undefined
+      ? undefined
+      : (connection: PgConnection & { query(text: string): Promise<unknown> }, done: (err: Error | null, c: unknown) => void) => {
+          connection.query(`SET statement_timeout = ${Math.trunc(statementTimeoutMs)}`).then(
+            () => done(null, connection),
+            (err: Error) => done(err, connection),
+          );
+        };
   return knex({
     client: 'pg',
     connection: { connectionString: database.url },
-    pool: { min: 0, max: database.poolMax },
+    pool: { min: 0, max: database.poolMax, ...(afterCreate && { afterCreate }) },
     acquireConnectionTimeout: 5000,
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
     ...(log && { log: knexLog(log.child({ component: 'knex' })) }),

@@ -10,7 +10,9 @@ import { configWith } from '../helpers/services';
 
 describe('registration guarantees', function () {
   this.timeout(180_000);
-  const stack = useStack();
+  // a confirm below waits on a lock this test holds until another confirm is done: its statements may take the
+  // longest a web allows (web-statement-timeout.test.ts tests the bound itself)
+  const stack = useStack({ env: { WEB_STATEMENT_TIMEOUT_MS: '20000' } });
   let app: TestApp;
   before(() => (app = stack.app));
 

@@ -82,6 +82,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...valid, SHUTDOWN_DRAIN_MS: '-1' })).to.throw(/SHUTDOWN_DRAIN_MS must be an integer/);
   });
 
+  it("bounds a web's PostgreSQL statements at 5 s by default, 0.1 to 20 s (under the confirm's 30 s hold)", () => {
+    expect(loadConfig(valid).database.webStatementTimeoutMs).to.equal(5000);
+    expect(loadConfig({ ...valid, WEB_STATEMENT_TIMEOUT_MS: '250' }).database.webStatementTimeoutMs).to.equal(250);
+    for (const refused of ['0', '99', '20001', 'off'])
+      expect(() => loadConfig({ ...valid, WEB_STATEMENT_TIMEOUT_MS: refused }), refused).to.throw(
+        /WEB_STATEMENT_TIMEOUT_MS must be an integer from 100 to 20000/,
+      );
+  });
+
   it('serves no worker metrics unless METRICS_PORT is set', () => {
     expect(loadConfig(valid).metrics).to.deep.equal({ port: undefined, host: '0.0.0.0' });
     expect(loadConfig({ ...valid, METRICS_PORT: '9464', METRICS_HOST: '127.0.0.1' }).metrics).to.deep.equal({

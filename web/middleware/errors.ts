@@ -61,6 +61,7 @@ export function isUnavailable(err: unknown): boolean {
     code === 'ECONNREFUSED' ||
     code === 'ECONNRESET' ||
     code === '57P01' || // admin shutdown
+    code === '57014' || // a statement cancelled: past the web's WEB_STATEMENT_TIMEOUT_MS (a lock held too long), or by an operator
     /Knex: Timeout acquiring a connection|Connection terminated/i.test(message)
   );
 }

@@ -8,26 +8,45 @@ export type Db = Knex;
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../migrations');
 
 /**
+ * How much longer than its statement timeout a bounded pool waits for the server's answer before it gives up on the
+ * connection: the server cancels a statement itself (and the connection serves on); past this, it is not answering.
+ */
+const UNANSWERED_AFTER_MS = 1000;
+
+/**
  * The pool. With `log`, knex's own warnings (a connection that could not be opened, with its stack; a deprecation)
- * are lines of the process's JSON log, under `component: knex`, rather than free text on the console. With
- * `statementTimeoutMs`, each connection's statements are cancelled by the server past it, waits for locks included
- * (a web's: a request answers 503 rather than hold its connection for as long as a lock is held). It is set by a
- * `SET` once per connection, not as a startup parameter, which a pooler such as PgBouncer refuses.
+ * are lines of the process's JSON log, under `component: knex`, rather than free text on the console.
+ *
+ * With `statementTimeoutMs` (a web's), every statement ends: the server cancels one past it, waits for locks included
+ * (a `SET` once per connection, not a startup parameter, which a pooler such as PgBouncer refuses); and when the server
+ * does not answer at all (a frozen host, a partition) the client gives up `UNANSWERED_AFTER_MS` later ("Query read
+ * timeout"), as it does on a new connection's handshake. A connection left with a statement unanswered is not lent
+ * again: the pool drops it when next asked.
  */
 export function createDb(database: Pick<Config['database'], 'url' | 'poolMax'>, log?: Logger, statementTimeoutMs?: number): Db {
-  const afterCreate =
+  const bounded =
     statementTimeoutMs === undefined
       ? undefined
-      : (connection: PgConnection & { query(text: string): Promise<unknown> }, done: (err: Error | null, c: unknown) => void) => {
-          connection.query(`SET statement_timeout = ${Math.trunc(statementTimeoutMs)}`).then(
-            () => done(null, connection),
-            (err: Error) => done(err, connection),
-          );
+      : {
+          afterCreate: (connection: BoundedConnection, done: (err: Error | null, c: unknown) => void) => {
+            connection.query(`SET statement_timeout = ${Math.trunc(statementTimeoutMs)}`).then(
+              () => done(null, connection),
+              (err: Error) => done(err, connection),
+            );
+          },
+          validate: (connection: BoundedConnection) => connection.readyForQuery === true,
         };
   return knex({
     client: 'pg',
-    connection: { connectionString: database.url },
-    pool: { min: 0, max: database.poolMax, ...(afterCreate && { afterCreate }) },
+    connection: {
+      connectionString: database.url,
+      // an answer, and a new connection's, awaited this long at most
+      ...(statementTimeoutMs !== undefined && {
+        query_timeout: Math.trunc(statementTimeoutMs) + UNANSWERED_AFTER_MS,
+        connectionTimeoutMillis: Math.trunc(statementTimeoutMs) + UNANSWERED_AFTER_MS,
+      }),
+    },
+    pool: { min: 0, max: database.poolMax, ...bounded },
     acquireConnectionTimeout: 5000,
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
     ...(log && { log: knexLog(log.child({ component: 'knex' })) }),
@@ -49,6 +68,12 @@ export async function migrateLatest(db: Db): Promise<string[]> {
 /** A `pg` connection of knex's pool, as `withConnection` lends it. */
 export interface PgConnection {
   query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>;
+}
+
+/** What a bounded pool uses of a `pg` connection: a plain query, and whether the last statement was answered. */
+interface BoundedConnection {
+  query(text: string): Promise<unknown>;
+  readonly readyForQuery?: boolean;
 }
 
 /**

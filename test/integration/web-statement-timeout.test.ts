@@ -1,9 +1,10 @@
+import net from 'node:net';
 import { expect } from 'chai';
 import { startApp, call, eventually, expectError, testLogger, type TestApp } from '../helpers/app';
 import { createOrg, createKey } from '../helpers/factories';
 import { useStack } from '../helpers/workers';
 import { quote } from '../helpers/registration';
-import { configWith } from '../helpers/services';
+import { configWith, testServices } from '../helpers/services';
 import { openResources } from '../../shared/resources';
 import { createDb } from '../../shared/db/knex';
 
@@ -85,4 +86,82 @@ describe("the web's statement timeout", function () {
     expect(debits).to.deep.equal([{ amount: String(-price), reference: accepted.body.transaction_id }]);
     expectError(await confirm(), 404, 'registration.prepared_not_found');
   });
+  it('a PostgreSQL that stops answering: the request answers 503 and the pool lends that connection no more', async () => {
+    const proxy = await startFreezableProxy(new URL(testServices().config.database.url));
+    // one connection, so that a stuck one lent again would fail the request after the thaw
+    const web = await startApp(configWith({ DATABASE_URL: proxy.databaseUrl, DATABASE_POOL_MAX: '1', WEB_STATEMENT_TIMEOUT_MS: '300' }));
+    try {
+      const key = await createKey(app.context, await createOrg(app.context));
+      const list = () => call(web.url, 'GET', '/v1/works', { token: key.token });
+      expect((await list()).status).to.equal(200);
+      expect(proxy.opened).to.equal(1);
+
+      proxy.freeze();
+      // bounded only so that a failure shows as one, not as a hang: unbounded, the request waits for TCP to give up
+      const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 30_000).unref());
+      const refused = await Promise.race([list(), hung]);
+      expect(refused, 'still waiting for a server that does not answer').to.not.equal('hung');
+      if (refused === 'hung') return;
+      expectError(refused, 503, 'common.service_unavailable');
+
+      proxy.thaw();
+      const served = await list();
+      expect(served.status, served.text).to.equal(200);
+      // on a new connection: each one left with a statement or a handshake unanswered was dropped, not lent again
+      expect(proxy.opened).to.be.greaterThan(1);
+      await eventually(async () => (proxy.open === 1 ? true : undefined), 'the connections left unanswered closed');
+    } finally {
+      await web.close();
+      await proxy.close();
+    }
+  });
 });
+
+/**
+ * A TCP proxy to PostgreSQL that can stop passing bytes either way, as a frozen host or a partition would: nothing is
+ * refused or closed, nothing is answered.
+ */
+async function startFreezableProxy(target: URL) {
+  let frozen = false;
+  let opened = 0;
+  const sockets = new Set<net.Socket>();
+  const clients = new WeakSet<net.Socket>();
+  const server = net.createServer((client) => {
+    opened += 1;
+    clients.add(client);
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(from);
+      from.on('error', () => undefined);
+      from.on('data', (chunk) => frozen || to.write(chunk));
+      from.once('close', () => {
+        sockets.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    databaseUrl: url.toString(),
+    /** Connections made through the proxy, ever. */
+    get opened() {
+      return opened;
+    },
+    /** Connections through the proxy still open. */
+    get open() {
+      return [...sockets].filter((socket) => clients.has(socket)).length;
+    },
+    freeze: () => void (frozen = true),
+    thaw: () => void (frozen = false),
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -62,6 +62,9 @@ export function isUnavailable(err: unknown): boolean {
     code === 'ECONNRESET' ||
     code === '57P01' || // admin shutdown
     code === '57014' || // a statement cancelled: past the web's WEB_STATEMENT_TIMEOUT_MS (a lock held too long), or by an operator
-    /Knex: Timeout acquiring a connection|Connection terminated/i.test(message)
+    /Knex: Timeout acquiring a connection|Connection terminated/i.test(message) ||
+    // pg's words for a web's PostgreSQL that did not answer a statement, or a new connection's handshake (db/knex.ts)
+    message === 'Query read timeout' ||
+    message === 'timeout expired'
   );
 }

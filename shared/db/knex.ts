@@ -13,15 +13,19 @@ export const MIGRATIONS_DIR = path.resolve(__dirname, '../../migrations');
  */
 const UNANSWERED_AFTER_MS = 1000;
 
+/** How long a bounded pool waits for a new connection's handshake: under knex's wait for a connection (5 s). */
+const HANDSHAKE_TIMEOUT_MS = 3000;
+
 /**
  * The pool. With `log`, knex's own warnings (a connection that could not be opened, with its stack; a deprecation)
  * are lines of the process's JSON log, under `component: knex`, rather than free text on the console.
  *
  * With `statementTimeoutMs` (a web's), every statement ends: the server cancels one past it, waits for locks included
- * (a `SET` once per connection, not a startup parameter, which a pooler such as PgBouncer refuses); and when the server
- * does not answer at all (a frozen host, a partition) the client gives up `UNANSWERED_AFTER_MS` later ("Query read
- * timeout"), as it does on a new connection's handshake. A connection left with a statement unanswered is not lent
- * again: the pool drops it when next asked.
+ * (a `SET` once per connection, not a startup parameter, which PgBouncer refuses); when the server does not answer at
+ * all (a frozen host, a partition) the client gives up `UNANSWERED_AFTER_MS` later (pg's "Query read timeout"), and on
+ * a new connection's handshake after `HANDSHAKE_TIMEOUT_MS` ("timeout expired"). A connection is lent again only when
+ * its last statement was answered and it is in no SQL transaction: one whose statement went unanswered, or whose
+ * transaction's ROLLBACK was given up on and never sent, is dropped, even once a late answer has come.
  */
 export function createDb(database: Pick<Config['database'], 'url' | 'poolMax'>, log?: Logger, statementTimeoutMs?: number): Db {
   const bounded =
@@ -31,19 +35,22 @@ export function createDb(database: Pick<Config['database'], 'url' | 'poolMax'>, 
           afterCreate: (connection: BoundedConnection, done: (err: Error | null, c: unknown) => void) => {
             connection.query(`SET statement_timeout = ${Math.trunc(statementTimeoutMs)}`).then(
               () => done(null, connection),
-              (err: Error) => done(err, connection),
+              (err: Error) => {
+                // knex does not close a connection its afterCreate refused
+                connection.end().catch(() => undefined);
+                done(err, connection);
+              },
             );
           },
-          validate: (connection: BoundedConnection) => connection.readyForQuery === true,
+          validate: (connection: BoundedConnection) => connection.readyForQuery === true && connection.getTransactionStatus() === 'I',
         };
   return knex({
     client: 'pg',
     connection: {
       connectionString: database.url,
-      // an answer, and a new connection's, awaited this long at most
       ...(statementTimeoutMs !== undefined && {
         query_timeout: Math.trunc(statementTimeoutMs) + UNANSWERED_AFTER_MS,
-        connectionTimeoutMillis: Math.trunc(statementTimeoutMs) + UNANSWERED_AFTER_MS,
+        connectionTimeoutMillis: HANDSHAKE_TIMEOUT_MS,
       }),
     },
     pool: { min: 0, max: database.poolMax, ...bounded },
@@ -70,10 +77,15 @@ export interface PgConnection {
   query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>;
 }
 
-/** What a bounded pool uses of a `pg` connection: a plain query, and whether the last statement was answered. */
+/**
+ * What a bounded pool uses of a `pg` connection: a plain query, its end, whether its last statement was answered, and
+ * its SQL transaction's status as the server last told it ('I': in none).
+ */
 interface BoundedConnection {
   query(text: string): Promise<unknown>;
+  end(): Promise<void>;
   readonly readyForQuery?: boolean;
+  getTransactionStatus(): string | null;
 }
 
 /**

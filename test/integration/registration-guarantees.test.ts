@@ -10,9 +10,7 @@ import { configWith } from '../helpers/services';
 
 describe('registration guarantees', function () {
   this.timeout(180_000);
-  // a confirm below waits on a lock this test holds until another confirm is done: its statements may take the
-  // longest a web allows (web-statement-timeout.test.ts tests the bound itself)
-  const stack = useStack({ env: { WEB_STATEMENT_TIMEOUT_MS: '20000' } });
+  const stack = useStack();
   let app: TestApp;
   before(() => (app = stack.app));
 
@@ -147,7 +145,10 @@ describe('registration guarantees', function () {
       const [slowOrg, otherOrg] = [await createOrg(app.context, 1000), await createOrg(app.context, 1000)];
       const [slowKey, otherKey] = [await createKey(app.context, slowOrg), await createKey(app.context, otherOrg)];
       const [slowJob, otherJob] = [await quote(app.url, slowKey.token), await quote(app.url, otherKey.token)];
-      const confirm = (token: string, jobId: string) => call(app.url, 'POST', '/v1/works/confirm', { token, body: { job_id: jobId } });
+      // the slow confirm waits on a lock this test holds until the other confirm is done: through a web whose statements
+      // may wait the longest it allows (web-statement-timeout.test.ts tests the bound itself)
+      const patient = await startApp(configWith({ WEB_STATEMENT_TIMEOUT_MS: '20000' }));
+      const confirm = (token: string, jobId: string) => call(patient.url, 'POST', '/v1/works/confirm', { token, body: { job_id: jobId } });
       // another session holds the slow organization's balance, as a credit does until it commits: its debit waits for it
       const holder = await app.context.db.transaction();
       try {
@@ -168,6 +169,7 @@ describe('registration guarantees', function () {
         expect((await slow).status).to.equal(202);
       } finally {
         if (!holder.isCompleted()) await holder.rollback();
+        await patient.close();
       }
       const transactions = await app.context.db('transactions').whereIn('organization_id', [slowOrg, otherOrg]).select('ats_id');
       expect(new Set(transactions.map((t) => t.ats_id)).size).to.equal(2);

@@ -57,14 +57,28 @@ export function isUnavailable(err: unknown): boolean {
   if (isRedisUnavailable(err)) return true;
   const code = (err as { code?: string })?.code;
   const message = (err as Error)?.message ?? '';
-  return (
-    code === 'ECONNREFUSED' ||
-    code === 'ECONNRESET' ||
-    code === '57P01' || // admin shutdown
-    code === '57014' || // a statement cancelled: past the web's WEB_STATEMENT_TIMEOUT_MS (a lock held too long), or by an operator
-    /Knex: Timeout acquiring a connection|Connection terminated/i.test(message) ||
-    // pg's words for a web's PostgreSQL that did not answer a statement, or a new connection's handshake (db/knex.ts)
-    message === 'Query read timeout' ||
-    message === 'timeout expired'
-  );
+  return UNAVAILABLE_CODES.has(code ?? '') || UNAVAILABLE_MESSAGES.test(message);
 }
+
+/** Errors of a connection (Node's) and PostgreSQL's answers that say it cannot serve now, whoever asks. */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  '57P01', // admin shutdown
+  '57P03', // cannot connect now: starting up, shutting down, in recovery
+  '53300', // too many connections
+  '25006', // a read-only transaction: the URL leads to a standby (mid-failover)
+  '57014', // a statement cancelled: past the web's WEB_STATEMENT_TIMEOUT_MS (a lock held too long), or by an operator
+]);
+
+/**
+ * knex's and pg's words for the same. pg's two timeouts of a bounded pool (db/knex.ts): a statement's answer ("Query read
+ * timeout", after the statement's text when knex sent it) and a new connection's handshake ("timeout expired").
+ */
+const UNAVAILABLE_MESSAGES =
+  /Knex: Timeout acquiring a connection|Connection terminated|is not queryable|(^| - )Query read timeout$|^timeout expired$/i;

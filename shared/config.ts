@@ -13,7 +13,7 @@ export const QUEUE_NAMES = ['prepare', 'chain', 'webhooks', 'webhooks-dead', 'ma
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export type { Env };
-export { ConfigError, parseEnvFile } from './env-reader';
+export { ConfigError, parseEnvFile, withProcessEnv } from './env-reader';
 
 export interface ChainNetworkConfig {
   readonly network: Network;
@@ -29,15 +29,8 @@ export interface Config {
   readonly http: { readonly port: number; readonly host: string; readonly bodyLimitBytes: number; readonly trustProxy: boolean };
   readonly log: { readonly level: string };
   readonly metrics: { readonly port: number | undefined; readonly host: string };
-  readonly database: {
-    readonly url: string;
-    readonly poolMax: number;
-    /**
-     * WEB_STATEMENT_TIMEOUT_MS: the longest a web process's PostgreSQL statement runs, lock waits included, before the
-     * server cancels it (the request answers 503): 3 s at least, the bound of /metrics' own statements (metrics/state.ts).
-     */
-    readonly webStatementTimeoutMs: number;
-  };
+  /** `webStatementTimeoutMs`: WEB_STATEMENT_TIMEOUT_MS, the bound of a web's statements, lock waits included (db/knex.ts). */
+  readonly database: { readonly url: string; readonly poolMax: number; readonly webStatementTimeoutMs: number };
   readonly redis: RedisSettings;
   readonly s3: {
     readonly endpoint: string | undefined;
@@ -154,20 +147,6 @@ export function loadConfigOrExit(env: Env = process.env): Config {
   }
 }
 
-/** Runs `fn` with some process variables temporarily set, for libraries that read them when loaded. */
-export function withProcessEnv<T>(vars: Record<string, string>, fn: () => T): T {
-  const previous = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, vars);
-  try {
-    return fn();
-  } finally {
-    for (const [k, v] of Object.entries(previous)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
-
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -195,6 +174,8 @@ export function loadConfig(env: Env = process.env): Config {
     });
   }
   if (chains.length === 0) problems.push('CHAIN_TESTNET_WS or CHAIN_MAINNET_WS must be set (at least one network)');
+  // 3 s at least: /metrics' own statements take up to 3 s (metrics/state.ts)
+  const webStatementTimeoutMs = read.int('WEB_STATEMENT_TIMEOUT_MS', 5000, 3000, 20_000);
 
   const config: Config = {
     env: nodeEnv,
@@ -206,11 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     log: { level: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info') },
     metrics: { port: read.int('METRICS_PORT', undefined, 0, 65535), host: read.optional('METRICS_HOST') ?? '0.0.0.0' },
-    database: {
-      url: read.required('DATABASE_URL') ?? '',
-      poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000),
-      webStatementTimeoutMs: read.int('WEB_STATEMENT_TIMEOUT_MS', 5000, 3000, 20_000),
-    },
+    database: { url: read.required('DATABASE_URL') ?? '', poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 1000), webStatementTimeoutMs },
     redis: readRedisSettings(read, problems),
     s3: {
       endpoint: read.optional('S3_ENDPOINT'),

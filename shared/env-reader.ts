@@ -1,4 +1,7 @@
-/** Reading settings from a variable map, collecting every problem instead of stopping at the first. */
+/**
+ * Reading settings from a variable map, collecting every problem instead of stopping at the first; and setting some of
+ * the process's own for a while (`withProcessEnv`).
+ */
 
 export type Env = Record<string, string | undefined>;
 
@@ -99,4 +102,18 @@ export function parseEnvFile(text: string): Env {
     if (match?.[1] && !line.trimStart().startsWith('#')) out[match[1]] = match[2];
   }
   return out;
+}
+
+/** Runs `fn` with some process variables temporarily set, for libraries that read them when loaded. */
+export function withProcessEnv<T>(vars: Record<string, string>, fn: () => T): T {
+  const previous = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return fn();
+  } finally {
+    for (const [k, v] of Object.entries(previous)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }

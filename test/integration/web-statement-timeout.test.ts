@@ -132,6 +132,30 @@ describe("the web's statement timeout", function () {
     }
   });
 
+  it("a new connection's handshake that goes unanswered: 503, and after the thaw a connection that answers", async () => {
+    const proxy = await startProxy(new URL(testServices().config.database.url));
+    const web = await startApp(
+      configWith({ DATABASE_URL: proxy.databaseUrl, DATABASE_POOL_MAX: '1', WEB_STATEMENT_TIMEOUT_MS: String(BOUND_MS) }),
+    );
+    try {
+      const key = await createKey(app.context, await createOrg(app.context));
+      const list = () => call(web.url, 'GET', '/v1/works', { token: key.token });
+      // the web has opened no connection yet: its first is made while nothing answers
+      expect(proxy.opened).to.equal(0);
+      proxy.drop();
+      expectError(await list(), 503, 'common.service_unavailable');
+      expect(proxy.opened).to.be.greaterThan(0);
+      proxy.pass();
+      const served = await list();
+      expect(served.status, served.text).to.equal(200);
+      // every handshake left unanswered was given up and its connection closed; the one that answered serves on
+      await eventually(async () => (proxy.open === 1 ? true : undefined), 'the unanswered handshakes closed');
+    } finally {
+      await web.close();
+      await proxy.close();
+    }
+  });
+
   it('a SQL transaction whose ROLLBACK was given up on is never lent again, even once the late answer came', async () => {
     const proxy = await startProxy(new URL(testServices().config.database.url));
     const name = `late answer ${randomUUID()}`;

@@ -32,6 +32,26 @@ describe("the web's statement timeout", function () {
   const balance = async (org: string) => Number((await app.context.db('organizations').where({ id: org }).first()).credit_balance);
   const setting = async (db: TestApp['context']['db']) => (await db.raw('SHOW statement_timeout')).rows[0].statement_timeout as string;
 
+  /**
+   * A web with the shortest bound and one connection (so that a stuck one lent again would fail a request after the
+   * thaw), its PostgreSQL behind a proxy, and a key's listing on it, which reads PostgreSQL at each call.
+   */
+  const throughProxy = async (
+    use: (through: { proxy: Proxy; key: { id: string }; list: () => ReturnType<typeof call> }) => Promise<void>,
+  ) => {
+    const proxy = await startProxy(new URL(testServices().config.database.url));
+    const web = await startApp(
+      configWith({ DATABASE_URL: proxy.databaseUrl, DATABASE_POOL_MAX: '1', WEB_STATEMENT_TIMEOUT_MS: String(BOUND_MS) }),
+    );
+    try {
+      const key = await createKey(app.context, await createOrg(app.context));
+      await use({ proxy, key, list: () => call(web.url, 'GET', '/v1/works', { token: key.token }) });
+    } finally {
+      await web.close();
+      await proxy.close();
+    }
+  };
+
   it("is set on the web role's connections only: 5 s by default, the configured value, none for a worker or a tool", async () => {
     expect(await setting(app.context.db)).to.equal('5s');
     expect(await setting(bounded.context.db)).to.equal('3s');
@@ -93,14 +113,7 @@ describe("the web's statement timeout", function () {
   });
 
   it('a PostgreSQL that stops answering: the request answers 503 and the pool lends that connection no more', async () => {
-    const proxy = await startProxy(new URL(testServices().config.database.url));
-    // one connection, so that a stuck one lent again would fail the request after the thaw
-    const web = await startApp(
-      configWith({ DATABASE_URL: proxy.databaseUrl, DATABASE_POOL_MAX: '1', WEB_STATEMENT_TIMEOUT_MS: String(BOUND_MS) }),
-    );
-    try {
-      const key = await createKey(app.context, await createOrg(app.context));
-      const list = () => call(web.url, 'GET', '/v1/works', { token: key.token });
+    await throughProxy(async ({ proxy, key, list }) => {
       // the key's first use of the minute is written in the background: done before the freeze, so that the listing's
       // own statement meets it
       expect((await list()).status).to.equal(200);
@@ -126,20 +139,11 @@ describe("the web's statement timeout", function () {
       // on a new connection: the one whose statement went unanswered was dropped, not lent again
       expect(proxy.opened).to.equal(2);
       await eventually(async () => (proxy.open === 1 ? true : undefined), 'the connection left unanswered closed');
-    } finally {
-      await web.close();
-      await proxy.close();
-    }
+    });
   });
 
   it("a new connection's handshake that goes unanswered: 503, and after the thaw a connection that answers", async () => {
-    const proxy = await startProxy(new URL(testServices().config.database.url));
-    const web = await startApp(
-      configWith({ DATABASE_URL: proxy.databaseUrl, DATABASE_POOL_MAX: '1', WEB_STATEMENT_TIMEOUT_MS: String(BOUND_MS) }),
-    );
-    try {
-      const key = await createKey(app.context, await createOrg(app.context));
-      const list = () => call(web.url, 'GET', '/v1/works', { token: key.token });
+    await throughProxy(async ({ proxy, list }) => {
       // the web has opened no connection yet: its first is made while nothing answers
       expect(proxy.opened).to.equal(0);
       proxy.drop();
@@ -150,10 +154,7 @@ describe("the web's statement timeout", function () {
       expect(served.status, served.text).to.equal(200);
       // every handshake left unanswered was given up and its connection closed; the one that answered serves on
       await eventually(async () => (proxy.open === 1 ? true : undefined), 'the unanswered handshakes closed');
-    } finally {
-      await web.close();
-      await proxy.close();
-    }
+    });
   });
 
   it('a SQL transaction whose ROLLBACK was given up on is never lent again, even once the late answer came', async () => {
@@ -205,6 +206,8 @@ describe("the web's statement timeout", function () {
  * A TCP proxy to PostgreSQL that passes bytes, or stops: dropping them (a host that is gone: nothing is refused or
  * closed, nothing answered, ever) or holding them until it passes again (a host that froze and comes back).
  */
+type Proxy = Awaited<ReturnType<typeof startProxy>>;
+
 async function startProxy(target: URL) {
   let mode: 'pass' | 'drop' | 'hold' = 'pass';
   const held: (() => void)[] = [];

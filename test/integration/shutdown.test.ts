@@ -391,8 +391,15 @@ describe('web shutdown: SIGTERM to the Procfile line cuts nothing (issue 21)', f
 
   it('cuts what is still unanswered at SHUTDOWN_TIMEOUT_MS, names it in the log, and exits 0', async () => {
     web = await spawnWeb({ ...env, SHUTDOWN_DRAIN_MS: '100', SHUTDOWN_TIMEOUT_MS: '1500' });
+    const { url } = web;
+    const answered = async () => {
+      for (let i = 0; i < 3; i++) expect((await fetch(`${url}/healthz`)).status).to.equal(200);
+    };
+    // requests answered before and while the slow one is held: only the slow one is still unanswered
+    await answered();
     const slow = await heldPrepare(web.url);
     try {
+      await answered();
       web.kill('SIGTERM');
       const cut = await web.logged('shutdown: 1 request(s) still unanswered');
       expect(cut.requests).to.have.length(1);

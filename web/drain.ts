@@ -8,6 +8,8 @@ export interface Lifecycle {
 
 interface InFlight {
   readonly res: http.ServerResponse;
+  /** Its place among the requests the process received: slots are reused, so their order is not this. */
+  readonly arrival: number;
   readonly method: string;
   readonly path: string;
   readonly since: number;
@@ -31,7 +33,9 @@ class Slots<T> {
     return slot;
   }
 
-  remove(slot: number): void {
+  /** Empties the slot if it still holds `value`: a second removal of the same value changes nothing. */
+  remove(slot: number, value: T): void {
+    if (this.slots[slot] !== value) return;
     this.slots[slot] = undefined;
     this.free.push(slot);
   }
@@ -53,6 +57,7 @@ export class HttpDrain implements Lifecycle {
   draining = false;
   private server: http.Server | undefined;
   private readonly inFlight = new Slots<InFlight>();
+  private arrivals = 0;
 
   constructor(private readonly log: Logger) {}
 
@@ -62,8 +67,17 @@ export class HttpDrain implements Lifecycle {
     server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.draining) closeAfter(res);
       // the path alone: a query string may carry a session token
-      const slot = this.inFlight.add({ res, method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, since: Date.now() });
-      res.once('close', () => this.inFlight.remove(slot));
+      const entry = { res, arrival: this.arrivals++, method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, since: Date.now() };
+      const slot = this.inFlight.add(entry);
+      // A response queued behind another on its connection (HTTP pipelining) has no socket yet, and Node never
+      // emits 'close' for it if the connection ends first: the connection's own 'close' frees it then.
+      const queuedOn = res.socket ? undefined : req.socket;
+      const done = () => {
+        queuedOn?.off('close', done);
+        this.inFlight.remove(slot, entry);
+      };
+      res.once('close', done);
+      queuedOn?.once('close', done);
     });
   }
 
@@ -82,7 +96,10 @@ export class HttpDrain implements Lifecycle {
     clearTimeout(timer);
     if (outcome === 'closed') return;
     const now = Date.now();
-    const cut = this.inFlight.values().map((r) => ({ method: r.method, path: r.path, elapsed_ms: now - r.since }));
+    const cut = this.inFlight
+      .values()
+      .sort((a, b) => a.arrival - b.arrival)
+      .map((r) => ({ method: r.method, path: r.path, elapsed_ms: now - r.since }));
     this.log.error({ requests: cut }, `shutdown: ${cut.length} request(s) still unanswered at the deadline, cut`);
     server.closeAllConnections();
   }

@@ -1,0 +1,93 @@
+import http from 'node:http';
+import net from 'node:net';
+import { once } from 'node:events';
+import { Writable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { createLogger } from '../../shared/logger';
+import { HttpDrain } from '../../web/drain';
+
+interface Cut {
+  readonly msg: string;
+  readonly requests: { method: string; path: string; elapsed_ms: number }[];
+}
+
+/**
+ * A server whose `/hold/<name>` requests wait until the test answers them and whose other requests are answered at
+ * once, followed by an HttpDrain as the web's is; the drain's log lines are kept.
+ */
+async function drainedServer() {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+      done();
+    },
+  });
+  const held = new Map<string, http.ServerResponse>();
+  const seen: string[] = [];
+  const arrived: (() => void)[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    if (req.url?.startsWith('/hold/')) held.set(req.url.slice('/hold/'.length), res);
+    else res.end('ok');
+    arrived.splice(0).forEach((wake) => wake());
+  });
+  const drain = new HttpDrain(createLogger('info', sink));
+  drain.watch(server);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    drain,
+    held,
+    /** Resolves once the server has received `count` requests in all. */
+    async received(count: number): Promise<void> {
+      while (seen.length < count) await new Promise<void>((wake) => arrived.push(wake));
+    },
+    /** A request on a connection of its own, its answer (or the error that ended it) awaited by nobody. */
+    send(path: string): void {
+      http.get({ port, host: '127.0.0.1', path, agent: false }, (res) => res.resume()).on('error', () => undefined);
+    },
+    cut: (): Cut | undefined => lines.find((l) => String(l.msg).startsWith('shutdown:')) as Cut | undefined,
+  };
+}
+
+describe('web drain: the requests it names at the shutdown deadline', () => {
+  it('names the requests still unanswered, in the order they arrived, whatever slots the answered ones left free', async () => {
+    const s = await drainedServer();
+    s.send('/hold/a');
+    s.send('/hold/b');
+    await s.received(2);
+    // a's slot is emptied, then taken by c: c sits before b in the slots, after it in arrival
+    s.held.get('a')!.end('ok');
+    await once(s.held.get('a')!, 'close');
+    for (let i = 0; i < 3; i++) s.send('/answered');
+    await s.received(5);
+    s.send('/hold/c');
+    await s.received(6);
+
+    await s.drain.close(Date.now() + 50);
+    expect(s.cut()?.msg).to.equal('shutdown: 2 request(s) still unanswered at the deadline, cut');
+    expect(s.cut()?.requests.map((r) => `${r.method} ${r.path}`)).to.deep.equal(['GET /hold/b', 'GET /hold/c']);
+  });
+
+  it('forgets a response queued behind another on its connection when the client goes away before it is answered', async () => {
+    const s = await drainedServer();
+    // two requests in one write on one connection (HTTP pipelining): the second's response waits for the first's
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await once(socket, 'connect');
+    socket.write('GET /hold/first HTTP/1.1\r\nHost: x\r\n\r\nGET /queued HTTP/1.1\r\nHost: x\r\n\r\n');
+    await s.received(2);
+    socket.destroy();
+    // the held response closes with the server's end of the connection, after that connection's own 'close'
+    await once(s.held.get('first')!, 'close');
+    s.send('/hold/later');
+    await s.received(3);
+
+    await s.drain.close(Date.now() + 50);
+    expect(s.cut()?.requests.map((r) => `${r.method} ${r.path}`)).to.deep.equal(['GET /hold/later']);
+  });
+});

@@ -34,7 +34,16 @@ describe('benchmarks (smoke)', function () {
   after(() => rmSync(out, { recursive: true, force: true }));
 
   it('runs every bench to completion and prints one table', () => {
-    expect(code, output.slice(-3000)).to.equal(0);
+    // a failed bench's own output (where its error is), not only the table that follows every bench
+    const failed = (/\nfailed: (.+)\n/.exec(output)?.[1] ?? '').split(', ').filter(Boolean);
+    const sections = failed.map(
+      (name) =>
+        output
+          .slice(output.indexOf(`\n== ${name}\n`))
+          .split(/\n== /)[1]
+          ?.slice(-4000) ?? '',
+    );
+    expect(code, [...sections, output.slice(-3000)].join('\n…\n')).to.equal(0);
     expect(benches).to.include.members(['hash', 'api', 'pipeline', 'webhooks', 'listing', 'sockets']);
     expect(output).to.match(/bench\s+figure\s+median/);
   });

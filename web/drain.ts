@@ -17,10 +17,10 @@ interface InFlight {
 
 /**
  * The requests being answered, in slots of an array that a finished one empties for the next. Not a Map or a Set:
- * V8 rehashes their table into a new one every few dozen additions and leaves the old table, entries and all,
- * for the next full collection. Such a table in old space holds every response in flight at its rehash, and each
- * young collection treats it as live, so under a load whose requests wait on Redis nearly every response was
- * promoted and collected only by the major collections: the young collections' pauses came to 24 µs an init,
+ * V8 rehashes their table into a new one whenever it fills and leaves the old table, entries and all, for the next
+ * full collection (its source's `OrderedHashTable::Rehash`). A young collection takes the old-space table's records
+ * of young entries as roots, dead table or not, so under a load whose requests wait on Redis nearly every response
+ * was promoted and collected only by the major collections: the young collections' pauses came to 24 µs an init,
  * against 11 with the slots (docs/performance.md, section 53).
  */
 class Slots<T> {

@@ -1,11 +1,10 @@
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { createLogger } from '../../shared/logger';
 import { HttpDrain } from '../../web/drain';
+import { logsFromNow, testLogger } from '../helpers/app';
 
 interface Cut {
   readonly msg: string;
@@ -14,16 +13,10 @@ interface Cut {
 
 /**
  * A server whose `/hold/<name>` requests wait until the test answers them and whose other requests are answered at
- * once, followed by an HttpDrain as the web's is; the drain's log lines are kept.
+ * once, followed by an HttpDrain as the web's is, logging as the tests' apps do.
  */
 async function drainedServer() {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
-      done();
-    },
-  });
+  const lines = logsFromNow();
   const held = new Map<string, http.ServerResponse>();
   const seen: string[] = [];
   const arrived: (() => void)[] = [];
@@ -33,7 +26,7 @@ async function drainedServer() {
     else res.end('ok');
     arrived.splice(0).forEach((wake) => wake());
   });
-  const drain = new HttpDrain(createLogger('info', sink));
+  const drain = new HttpDrain(testLogger());
   drain.watch(server);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -50,7 +43,10 @@ async function drainedServer() {
     send(path: string): void {
       http.get({ port, host: '127.0.0.1', path, agent: false }, (res) => res.resume()).on('error', () => undefined);
     },
-    cut: (): Cut | undefined => lines.find((l) => String(l.msg).startsWith('shutdown:')) as Cut | undefined,
+    cut: (): Cut | undefined =>
+      lines()
+        .map((line) => JSON.parse(line) as Cut)
+        .find((l) => l.msg.startsWith('shutdown:')),
   };
 }
 

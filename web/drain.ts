@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../shared/logger';
 
 /** Whether the web process is stopping: `/readyz` answers 503 from then on. */
@@ -13,6 +14,8 @@ interface InFlight {
   readonly method: string;
   readonly path: string;
   readonly since: number;
+  /** The connection a pipelined request's response waits on for its turn, if it waits. */
+  readonly queuedOn: Socket | undefined;
 }
 
 /**
@@ -43,6 +46,12 @@ class Slots<T> {
   values(): T[] {
     return this.slots.filter((value): value is T => value !== undefined);
   }
+
+  removeWhere(test: (value: T) => boolean): void {
+    this.slots.forEach((value, slot) => {
+      if (value !== undefined && test(value)) this.remove(slot, value);
+    });
+  }
 }
 
 /**
@@ -58,6 +67,8 @@ export class HttpDrain implements Lifecycle {
   private server: http.Server | undefined;
   private readonly inFlight = new Slots<InFlight>();
   private arrivals = 0;
+  /** Connections with a response queued on them that have their one 'close' listener. */
+  private readonly queueing = new WeakSet<Socket>();
 
   constructor(private readonly log: Logger) {}
 
@@ -66,18 +77,19 @@ export class HttpDrain implements Lifecycle {
     this.server = server;
     server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (this.draining) closeAfter(res);
-      // the path alone: a query string may carry a session token
-      const entry = { res, arrival: this.arrivals++, method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, since: Date.now() };
-      const slot = this.inFlight.add(entry);
       // A response queued behind another on its connection (HTTP pipelining) has no socket yet, and Node never
-      // emits 'close' for it if the connection ends first: the connection's own 'close' frees it then.
+      // emits 'close' for it if the connection ends first: the connection's own 'close' frees what is queued on
+      // it then, through one listener however many a client pipelines.
       const queuedOn = res.socket ? undefined : req.socket;
-      const done = () => {
-        queuedOn?.off('close', done);
-        this.inFlight.remove(slot, entry);
-      };
-      res.once('close', done);
-      queuedOn?.once('close', done);
+      // the path alone: a query string may carry a session token
+      const path = (req.url ?? '').split('?')[0]!;
+      const entry: InFlight = { res, arrival: this.arrivals++, method: req.method ?? '', path, since: Date.now(), queuedOn };
+      const slot = this.inFlight.add(entry);
+      res.once('close', () => this.inFlight.remove(slot, entry));
+      if (queuedOn && !this.queueing.has(queuedOn)) {
+        this.queueing.add(queuedOn);
+        queuedOn.once('close', () => this.inFlight.removeWhere((e) => e.queuedOn === queuedOn));
+      }
     });
   }
 

@@ -57,8 +57,8 @@ class Slots<T> {
 /**
  * Stopping the HTTP server without cutting a request (README, *Processes*). `begin()` marks the process as
  * draining: `/readyz` answers 503 so a load balancer stops sending, and every response not yet under way
- * carries `Connection: close`, so kept-alive clients move to new connections while this one still accepts
- * them. `close()` then stops accepting and closes the idle connections (Node's `server.close()`); a request
+ * carries `Connection: close` (one already under way has its connection ended after it), so kept-alive clients
+ * move to new connections while this one still accepts them. `close()` then stops accepting and closes the idle connections (Node's `server.close()`); a request
  * already received is answered and its connection closed after it. At the deadline whatever is still
  * unanswered is cut, and named in the log.
  */
@@ -76,7 +76,7 @@ export class HttpDrain implements Lifecycle {
   watch(server: http.Server): void {
     this.server = server;
     server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      if (this.draining) closeAfter(res);
+      if (this.draining) this.closeAfter(res);
       // A response queued behind another on its connection (HTTP pipelining) has no socket yet, and Node never
       // emits 'close' for it if the connection ends first: the connection's own 'close' frees what is queued on
       // it then, through one listener however many a client pipelines.
@@ -95,7 +95,28 @@ export class HttpDrain implements Lifecycle {
 
   begin(): void {
     this.draining = true;
-    for (const { res } of this.inFlight.values()) closeAfter(res);
+    for (const { res } of this.inFlight.values()) this.closeAfter(res);
+  }
+
+  /**
+   * Closes `res`'s connection once it is answered. A response whose headers are still to be written says so
+   * (`Connection: close`) and Node ends the connection after it. One whose headers already went out promised
+   * keep-alive, and Node would keep its connection open for `keepAliveTimeout` after it, past `close()`'s own
+   * closing of the idle ones and perhaps past the deadline: its connection is ended here once it has been
+   * answered, unless a response queued behind it on that connection (which says `Connection: close`) will end it.
+   */
+  private closeAfter(res: http.ServerResponse): void {
+    if (!res.headersSent) {
+      res.setHeader('Connection', 'close');
+      return;
+    }
+    const socket = res.socket;
+    if (!socket) return;
+    const end = () => {
+      if (!this.inFlight.values().some((e) => e.queuedOn === socket && e.res !== res)) socket.destroySoon();
+    };
+    if (res.writableFinished) end();
+    else res.once('finish', end);
   }
 
   /** Stops accepting; resolves once every connection has ended, or at `deadline` (ms since the epoch) after cutting the rest. */
@@ -115,8 +136,4 @@ export class HttpDrain implements Lifecycle {
     this.log.error({ requests: cut }, `shutdown: ${cut.length} request(s) still unanswered at the deadline, cut`);
     server.closeAllConnections();
   }
-}
-
-function closeAfter(res: http.ServerResponse): void {
-  if (!res.headersSent) res.setHeader('Connection', 'close');
 }

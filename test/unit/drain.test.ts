@@ -68,6 +68,58 @@ describe('web drain: the requests it names at the shutdown deadline', () => {
     expect(s.cut()?.requests.map((r) => `${r.method} ${r.path}`)).to.deep.equal(['GET /hold/b', 'GET /hold/c']);
   });
 
+  it('ends a kept-alive connection once the response under way when the drain began is answered, cutting nothing', async () => {
+    const s = await drainedServer();
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    await once(socket, 'connect');
+    socket.write('GET /hold/streamed HTTP/1.1\r\nHost: x\r\n\r\n');
+    await s.received(1);
+    const res = s.held.get('streamed')!;
+    res.write('first part;'); // its headers go out, promising keep-alive
+    await new Promise<void>((wrote) => socket.once('data', () => wrote()));
+
+    s.drain.begin();
+    // the deadline comes before Node's keepAliveTimeout (5 s) would close the connection
+    const closing = s.drain.close(Date.now() + 2000);
+    const ended = once(socket, 'close');
+    res.end('last part');
+    await ended;
+    await closing;
+    expect(received).to.match(/^Connection: keep-alive\r$/im);
+    expect(received).to.include('last part');
+    expect(s.cut(), 'nothing was left to cut at the deadline').to.equal(undefined);
+  });
+
+  it('leaves a kept-alive connection to a response queued behind the one under way, which says Connection: close', async () => {
+    const s = await drainedServer();
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    await once(socket, 'connect');
+    socket.write('GET /hold/first HTTP/1.1\r\nHost: x\r\n\r\n' + 'GET /hold/second HTTP/1.1\r\nHost: x\r\n\r\n');
+    await s.received(2);
+    s.held.get('first')!.write('first part;');
+    await new Promise<void>((wrote) => socket.once('data', () => wrote()));
+
+    s.drain.begin();
+    const closing = s.drain.close(Date.now() + 2000);
+    const ended = once(socket, 'close');
+    s.held.get('first')!.end('first done;');
+    await once(s.held.get('first')!, 'close');
+    s.held.get('second')!.end('second done');
+    await ended;
+    await closing;
+    const [first, second] = received.split('first done;');
+    expect(first).to.match(/^Connection: keep-alive\r$/im);
+    expect(second).to.match(/^Connection: close\r$/im);
+    expect(second).to.include('second done');
+    expect(s.cut()).to.equal(undefined);
+  });
+
   it('forgets the responses queued behind another on its connection when the client goes away before they are answered', async () => {
     const s = await drainedServer();
     const warnings: Error[] = [];

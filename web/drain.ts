@@ -14,6 +14,8 @@ interface InFlight {
   readonly method: string;
   readonly path: string;
   readonly since: number;
+  /** The connection it came on. */
+  readonly connection: Socket;
   /** The connection a pipelined request's response waits on for its turn, if it waits. */
   readonly queuedOn: Socket | undefined;
 }
@@ -56,11 +58,12 @@ class Slots<T> {
 
 /**
  * Stopping the HTTP server without cutting a request (README, *Processes*). `begin()` marks the process as
- * draining: `/readyz` answers 503 so a load balancer stops sending, and every response not yet under way
- * carries `Connection: close` (one already under way has its connection ended after it), so kept-alive clients
- * move to new connections while this one still accepts them. `close()` then stops accepting and closes the idle connections (Node's `server.close()`); a request
- * already received is answered and its connection closed after it. At the deadline whatever is still
- * unanswered is cut, and named in the log.
+ * draining: `/readyz` answers 503 so a load balancer stops sending, and each connection's answer to the last
+ * request received on it carries `Connection: close` (or, its headers already out, has its connection ended after
+ * it once `close()` has begun), so kept-alive clients move to new connections while this one still accepts them.
+ * `close()` then stops accepting and closes the idle connections (Node's `server.close()`); a request already
+ * received is answered and its connection closed after it. At the deadline whatever is still unanswered is cut,
+ * and named in the log.
  */
 export class HttpDrain implements Lifecycle {
   draining = false;
@@ -69,6 +72,12 @@ export class HttpDrain implements Lifecycle {
   private arrivals = 0;
   /** Connections with a response queued on them that have their one 'close' listener. */
   private readonly queueing = new WeakSet<Socket>();
+  /** Responses this drain gave `Connection: close`. */
+  private readonly closing = new WeakSet<http.ServerResponse>();
+  /** Responses whose headers were out before they became their connection's last, with their one 'finish' listener. */
+  private readonly ending = new WeakSet<http.ServerResponse>();
+  /** Whether `close()` has begun: from then on a connection is ended after its last answer rather than left idle. */
+  private stopping = false;
 
   constructor(private readonly log: Logger) {}
 
@@ -76,44 +85,70 @@ export class HttpDrain implements Lifecycle {
   watch(server: http.Server): void {
     this.server = server;
     server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      if (this.draining) this.closeAfter(res);
       // A response queued behind another on its connection (HTTP pipelining) has no socket yet, and Node never
       // emits 'close' for it if the connection ends first: the connection's own 'close' frees what is queued on
       // it then, through one listener however many a client pipelines.
       const queuedOn = res.socket ? undefined : req.socket;
       // the path alone: a query string may carry a session token
       const path = (req.url ?? '').split('?')[0]!;
-      const entry: InFlight = { res, arrival: this.arrivals++, method: req.method ?? '', path, since: Date.now(), queuedOn };
+      const entry: InFlight = {
+        res,
+        arrival: this.arrivals++,
+        method: req.method ?? '',
+        path,
+        since: Date.now(),
+        connection: req.socket,
+        queuedOn,
+      };
       const slot = this.inFlight.add(entry);
       res.once('close', () => this.inFlight.remove(slot, entry));
       if (queuedOn && !this.queueing.has(queuedOn)) {
         this.queueing.add(queuedOn);
         queuedOn.once('close', () => this.inFlight.removeWhere((e) => e.queuedOn === queuedOn));
       }
+      if (this.draining) this.endAfterLast(req.socket);
     });
   }
 
   begin(): void {
     this.draining = true;
-    for (const { res } of this.inFlight.values()) this.closeAfter(res);
+    for (const connection of new Set(this.inFlight.values().map((e) => e.connection))) this.endAfterLast(connection);
   }
 
   /**
-   * Closes `res`'s connection once it is answered. A response whose headers are still to be written says so
-   * (`Connection: close`) and Node ends the connection after it. One whose headers already went out promised
-   * keep-alive, and Node would keep its connection open for `keepAliveTimeout` after it, past `close()`'s own
-   * closing of the idle ones and perhaps past the deadline: its connection is ended here once it has been
-   * answered, unless a response queued behind it on that connection (which says `Connection: close`) will end it.
+   * Ends `connection` after the answer to the last request received on it. That answer says `Connection: close`
+   * and Node ends the connection after it; the answers before it, to requests pipelined ahead of it, say nothing
+   * of the kind (Node drops what is queued behind a `Connection: close`), and lose it if they had it from an
+   * earlier call, while their headers are still to be written. A last answer whose headers were already out
+   * promised keep-alive: once `close()` has begun it has its connection ended once it is answered (before that
+   * the connection is left idle, for `close()` to end with the other idle ones, so that a client reusing it at
+   * once is answered rather than cut). A request pipelined behind an answer whose headers already said
+   * `Connection: close` is Node's to drop, and no drain can save it.
    */
-  private closeAfter(res: http.ServerResponse): void {
+  private endAfterLast(connection: Socket): void {
+    const onIt = this.inFlight
+      .values()
+      .filter((e) => e.connection === connection)
+      .sort((a, b) => a.arrival - b.arrival);
+    const last = onIt.pop();
+    if (!last) return;
+    for (const { res } of onIt) {
+      if (this.closing.has(res) && !res.headersSent) {
+        res.removeHeader('Connection');
+        this.closing.delete(res);
+      }
+    }
+    const { res } = last;
     if (!res.headersSent) {
       res.setHeader('Connection', 'close');
+      this.closing.add(res);
       return;
     }
-    const socket = res.socket;
-    if (!socket) return;
+    if (this.ending.has(res)) return;
+    this.ending.add(res);
     const end = () => {
-      if (!this.inFlight.values().some((e) => e.queuedOn === socket && e.res !== res)) socket.destroySoon();
+      const later = this.inFlight.values().some((e) => e.connection === connection && e.arrival > last.arrival);
+      if (this.stopping && !later) connection.destroySoon();
     };
     if (res.writableFinished) end();
     else res.once('finish', end);
@@ -122,6 +157,7 @@ export class HttpDrain implements Lifecycle {
   /** Stops accepting; resolves once every connection has ended, or at `deadline` (ms since the epoch) after cutting the rest. */
   async close(deadline: number): Promise<void> {
     const server = this.server!;
+    this.stopping = true;
     const closed = new Promise<'closed'>((resolve) => server.close(() => resolve('closed')));
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()), 'expired')));

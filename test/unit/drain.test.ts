@@ -50,6 +50,29 @@ async function drainedServer() {
   };
 }
 
+/** A connection of its own, written to raw (HTTP pipelining), what it received kept. */
+async function rawConnection(port: number) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  let received = '';
+  const waiting: (() => void)[] = [];
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString();
+    waiting.splice(0).forEach((wake) => wake());
+  });
+  await once(socket, 'connect');
+  return {
+    socket,
+    received: () => received,
+    /** Resolves once what it received includes `text`. */
+    async until(text: string): Promise<void> {
+      while (!received.includes(text)) await new Promise<void>((wake) => waiting.push(wake));
+    },
+  };
+}
+
+const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+
 describe('web drain: the requests it names at the shutdown deadline', () => {
   it('names the requests still unanswered, in the order they arrived, whatever slots the answered ones left free', async () => {
     const s = await drainedServer();
@@ -70,55 +93,96 @@ describe('web drain: the requests it names at the shutdown deadline', () => {
 
   it('ends a kept-alive connection once the response under way when the drain began is answered, cutting nothing', async () => {
     const s = await drainedServer();
-    const socket = net.connect(s.port, '127.0.0.1');
-    socket.on('error', () => undefined);
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
-    await once(socket, 'connect');
-    socket.write('GET /hold/streamed HTTP/1.1\r\nHost: x\r\n\r\n');
+    const c = await rawConnection(s.port);
+    c.socket.write(get('/hold/streamed'));
     await s.received(1);
     const res = s.held.get('streamed')!;
     res.write('first part;'); // its headers go out, promising keep-alive
-    await new Promise<void>((wrote) => socket.once('data', () => wrote()));
+    await c.until('first part;');
 
     s.drain.begin();
     // the deadline comes before Node's keepAliveTimeout (5 s) would close the connection
     const closing = s.drain.close(Date.now() + 2000);
-    const ended = once(socket, 'close');
+    const ended = once(c.socket, 'close');
     res.end('last part');
     await ended;
     await closing;
-    expect(received).to.match(/^Connection: keep-alive\r$/im);
-    expect(received).to.include('last part');
+    expect(c.received()).to.match(/^Connection: keep-alive\r$/im);
+    expect(c.received()).to.include('last part\r\n0\r\n\r\n');
     expect(s.cut(), 'nothing was left to cut at the deadline').to.equal(undefined);
+  });
+
+  it('answers a request sent on that kept-alive connection before close(), saying Connection: close', async () => {
+    const s = await drainedServer();
+    const c = await rawConnection(s.port);
+    c.socket.write(get('/hold/streamed'));
+    await s.received(1);
+    const res = s.held.get('streamed')!;
+    res.write('first part;');
+    await c.until('first part;');
+
+    s.drain.begin();
+    res.end('last part');
+    await c.until('last part\r\n0\r\n\r\n');
+    // the client reuses the connection at once, as a kept-alive pool does
+    const ended = once(c.socket, 'close');
+    c.socket.write(get('/next'));
+    await ended;
+    const second = c.received().split('last part\r\n0\r\n\r\n')[1]!;
+    expect(second).to.match(/^HTTP\/1.1 200 OK\r$/m);
+    expect(second).to.match(/^Connection: close\r$/im);
+    expect(second).to.match(/ok$/);
+    await s.drain.close(Date.now() + 2000);
+    expect(s.cut()).to.equal(undefined);
   });
 
   it('leaves a kept-alive connection to a response queued behind the one under way, which says Connection: close', async () => {
     const s = await drainedServer();
-    const socket = net.connect(s.port, '127.0.0.1');
-    socket.on('error', () => undefined);
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
-    await once(socket, 'connect');
-    socket.write('GET /hold/first HTTP/1.1\r\nHost: x\r\n\r\n' + 'GET /hold/second HTTP/1.1\r\nHost: x\r\n\r\n');
+    const c = await rawConnection(s.port);
+    c.socket.write(get('/hold/first') + get('/hold/second'));
     await s.received(2);
     s.held.get('first')!.write('first part;');
-    await new Promise<void>((wrote) => socket.once('data', () => wrote()));
+    await c.until('first part;');
 
     s.drain.begin();
     const closing = s.drain.close(Date.now() + 2000);
-    const ended = once(socket, 'close');
+    const ended = once(c.socket, 'close');
     s.held.get('first')!.end('first done;');
     await once(s.held.get('first')!, 'close');
     s.held.get('second')!.end('second done');
     await ended;
     await closing;
-    const [first, second] = received.split('first done;');
+    const [first, second] = c.received().split('first done;');
     expect(first).to.match(/^Connection: keep-alive\r$/im);
     expect(second).to.match(/^Connection: close\r$/im);
     expect(second).to.include('second done');
     expect(s.cut()).to.equal(undefined);
   });
+
+  for (const when of ['before', 'after'] as const) {
+    it(`answers both of two pipelined requests, the second received ${when} the drain began, only the second saying Connection: close`, async () => {
+      const s = await drainedServer();
+      const c = await rawConnection(s.port);
+      c.socket.write(get('/hold/one') + (when === 'before' ? get('/hold/two') : ''));
+      await s.received(when === 'before' ? 2 : 1);
+      s.drain.begin();
+      if (when === 'after') {
+        c.socket.write(get('/hold/two'));
+        await s.received(2);
+      }
+
+      const ended = once(c.socket, 'close');
+      s.held.get('one')!.end('one;');
+      s.held.get('two')!.end('two;');
+      await ended;
+      const [first, second] = c.received().split('one;');
+      expect(first).to.not.match(/^Connection: close\r$/im);
+      expect(second, 'the second answer').to.match(/^Connection: close\r$/im);
+      expect(second).to.match(/two;$/);
+      await s.drain.close(Date.now() + 2000);
+      expect(s.cut()).to.equal(undefined);
+    });
+  }
 
   it('forgets the responses queued behind another on its connection when the client goes away before they are answered', async () => {
     const s = await drainedServer();
@@ -126,10 +190,8 @@ describe('web drain: the requests it names at the shutdown deadline', () => {
     const warned = (w: Error) => warnings.push(w);
     process.on('warning', warned);
     // requests in one write on one connection (HTTP pipelining): the others' responses wait for the first's
-    const socket = net.connect(s.port, '127.0.0.1');
-    socket.on('error', () => undefined);
-    await once(socket, 'connect');
-    socket.write('GET /hold/first HTTP/1.1\r\nHost: x\r\n\r\n' + 'GET /queued HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(12));
+    const { socket } = await rawConnection(s.port);
+    socket.write(get('/hold/first') + get('/queued').repeat(12));
     await s.received(13);
     socket.destroy();
     // the held response closes with the server's end of the connection, after that connection's own 'close'

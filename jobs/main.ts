@@ -64,7 +64,6 @@ if (require.main === module) {
   const log = createLogger(config.log.level);
   startJobs(config, log).then(
     (jobs) => {
-      log.info({ queues: jobs.queues }, 'worker started');
       let stopping = false;
       const shutdown = (signal: string) => {
         if (stopping) return;
@@ -77,6 +76,8 @@ if (require.main === module) {
       };
       process.on('SIGTERM', shutdown);
       process.on('SIGINT', shutdown);
+      // said once the signals are handled: a platform may send SIGTERM the instant it reads this line
+      log.info({ queues: jobs.queues }, 'worker started');
     },
     (err) => {
       log.fatal({ err }, 'worker failed to start');

@@ -57,7 +57,6 @@ if (require.main === module) {
   const log = createLogger(config.log.level);
   startWeb(config, log).then(
     (web) => {
-      log.info({ url: web.url }, 'web listening');
       let stopping = false;
       const shutdown = (signal: string) => {
         if (stopping) return;
@@ -72,6 +71,8 @@ if (require.main === module) {
       };
       process.once('SIGTERM', shutdown);
       process.once('SIGINT', shutdown);
+      // said once the signals are handled: a platform may send SIGTERM the instant it reads this line
+      log.info({ url: web.url }, 'web listening');
     },
     (err) => {
       log.fatal({ err }, 'web failed to start');

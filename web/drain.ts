@@ -72,10 +72,10 @@ export class HttpDrain implements Lifecycle {
   private arrivals = 0;
   /** Connections with a response queued on them that have their one 'close' listener. */
   private readonly queueing = new WeakSet<Socket>();
+  /** While draining, each connection's last request received: a lookup, not a scan, whatever is in flight. */
+  private readonly lastOn = new WeakMap<Socket, InFlight>();
   /** Responses this drain gave `Connection: close`. */
   private readonly closing = new WeakSet<http.ServerResponse>();
-  /** Responses whose headers were out before they became their connection's last, with their one 'finish' listener. */
-  private readonly ending = new WeakSet<http.ServerResponse>();
   /** Whether `close()` has begun: from then on a connection is ended after its last answer rather than left idle. */
   private stopping = false;
 
@@ -106,49 +106,45 @@ export class HttpDrain implements Lifecycle {
         this.queueing.add(queuedOn);
         queuedOn.once('close', () => this.inFlight.removeWhere((e) => e.queuedOn === queuedOn));
       }
-      if (this.draining) this.endAfterLast(req.socket);
+      if (this.draining) this.endAfterLast(entry);
     });
   }
 
   begin(): void {
     this.draining = true;
-    for (const connection of new Set(this.inFlight.values().map((e) => e.connection))) this.endAfterLast(connection);
+    for (const entry of this.inFlight.values().sort((a, b) => a.arrival - b.arrival)) this.endAfterLast(entry);
   }
 
   /**
-   * Ends `connection` after the answer to the last request received on it. That answer says `Connection: close`
-   * and Node ends the connection after it; the answers before it, to requests pipelined ahead of it, say nothing
-   * of the kind (Node drops what is queued behind a `Connection: close`), and lose it if they had it from an
-   * earlier call, while their headers are still to be written. A last answer whose headers were already out
-   * promised keep-alive: once `close()` has begun it has its connection ended once it is answered (before that
-   * the connection is left idle, for `close()` to end with the other idle ones, so that a client reusing it at
-   * once is answered rather than cut). A request pipelined behind an answer whose headers already said
-   * `Connection: close` is Node's to drop, and no drain can save it.
+   * Makes `entry` the last request received on its connection, whose answer ends the connection: it says
+   * `Connection: close` and Node ends the connection after it. The answer before it, to a request pipelined
+   * ahead, loses the `Connection: close` this drain gave it while its headers are still to be written (Node drops
+   * what is queued behind one). A last answer whose headers were already out promised keep-alive: once `close()`
+   * has begun its connection is ended once it is answered (before that the connection is left idle, for
+   * `close()` to end with the other idle ones, so that a client reusing it at once is answered rather than cut).
+   * A request pipelined behind an answer whose headers already said `Connection: close` is Node's to drop, and
+   * no drain can save it. Each connection's last is looked up, not searched for: its cost does not grow with
+   * the requests in flight.
    */
-  private endAfterLast(connection: Socket): void {
-    const onIt = this.inFlight
-      .values()
-      .filter((e) => e.connection === connection)
-      .sort((a, b) => a.arrival - b.arrival);
-    const last = onIt.pop();
-    if (!last) return;
-    for (const { res } of onIt) {
-      if (this.closing.has(res) && !res.headersSent) {
-        res.removeHeader('Connection');
-        this.closing.delete(res);
-      }
+  private endAfterLast(entry: InFlight): void {
+    const { connection, res } = entry;
+    const before = this.lastOn.get(connection);
+    if (before && before.arrival > entry.arrival) return;
+    this.lastOn.set(connection, entry);
+    // the answer before it says nothing of closing, if it still can (a Connection header of the app's own stays)
+    if (before && this.closing.has(before.res) && !before.res.headersSent && before.res.getHeader('Connection') === 'close') {
+      before.res.removeHeader('Connection');
+      this.closing.delete(before.res);
     }
-    const { res } = last;
     if (!res.headersSent) {
-      res.setHeader('Connection', 'close');
-      this.closing.add(res);
+      if (res.getHeader('Connection') === undefined) {
+        res.setHeader('Connection', 'close');
+        this.closing.add(res);
+      }
       return;
     }
-    if (this.ending.has(res)) return;
-    this.ending.add(res);
     const end = () => {
-      const later = this.inFlight.values().some((e) => e.connection === connection && e.arrival > last.arrival);
-      if (this.stopping && !later) connection.destroySoon();
+      if (this.stopping && this.lastOn.get(connection) === entry) connection.destroySoon();
     };
     if (res.writableFinished) end();
     else res.once('finish', end);

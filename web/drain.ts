@@ -16,8 +16,8 @@ interface InFlight {
   readonly since: number;
   /** The connection it came on. */
   readonly connection: Socket;
-  /** The connection a pipelined request's response waits on for its turn, if it waits. */
-  readonly queuedOn: Socket | undefined;
+  /** Whether its response waited on its connection behind another's when it arrived (HTTP pipelining). */
+  readonly queued: boolean;
 }
 
 /**
@@ -88,7 +88,8 @@ export class HttpDrain implements Lifecycle {
       // A response queued behind another on its connection (HTTP pipelining) has no socket yet, and Node never
       // emits 'close' for it if the connection ends first: the connection's own 'close' frees what is queued on
       // it then, through one listener however many a client pipelines.
-      const queuedOn = res.socket ? undefined : req.socket;
+      const queued = !res.socket;
+      const connection = req.socket;
       // the path alone: a query string may carry a session token
       const path = (req.url ?? '').split('?')[0]!;
       const entry: InFlight = {
@@ -97,14 +98,14 @@ export class HttpDrain implements Lifecycle {
         method: req.method ?? '',
         path,
         since: Date.now(),
-        connection: req.socket,
-        queuedOn,
+        connection,
+        queued,
       };
       const slot = this.inFlight.add(entry);
       res.once('close', () => this.inFlight.remove(slot, entry));
-      if (queuedOn && !this.queueing.has(queuedOn)) {
-        this.queueing.add(queuedOn);
-        queuedOn.once('close', () => this.inFlight.removeWhere((e) => e.queuedOn === queuedOn));
+      if (queued && !this.queueing.has(connection)) {
+        this.queueing.add(connection);
+        connection.once('close', () => this.inFlight.removeWhere((e) => e.queued && e.connection === connection));
       }
       if (this.draining) this.endAfterLast(entry);
     });

@@ -73,6 +73,18 @@ async function rawConnection(port: number) {
 
 const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 
+/** A held request on a raw connection whose response has begun (its headers out, promising keep-alive). */
+async function streaming() {
+  const s = await drainedServer();
+  const c = await rawConnection(s.port);
+  c.socket.write(get('/hold/streamed'));
+  await s.received(1);
+  const res = s.held.get('streamed')!;
+  res.write('first part;');
+  await c.until('first part;');
+  return { s, c, res };
+}
+
 describe('web drain: the requests it names at the shutdown deadline', () => {
   it('names the requests still unanswered, in the order they arrived, whatever slots the answered ones left free', async () => {
     const s = await drainedServer();
@@ -92,13 +104,7 @@ describe('web drain: the requests it names at the shutdown deadline', () => {
   });
 
   it('ends a kept-alive connection once the response under way when the drain began is answered, cutting nothing', async () => {
-    const s = await drainedServer();
-    const c = await rawConnection(s.port);
-    c.socket.write(get('/hold/streamed'));
-    await s.received(1);
-    const res = s.held.get('streamed')!;
-    res.write('first part;'); // its headers go out, promising keep-alive
-    await c.until('first part;');
+    const { s, c, res } = await streaming();
 
     s.drain.begin();
     // the deadline comes before Node's keepAliveTimeout (5 s) would close the connection
@@ -113,13 +119,7 @@ describe('web drain: the requests it names at the shutdown deadline', () => {
   });
 
   it('answers a request sent on that kept-alive connection before close(), saying Connection: close', async () => {
-    const s = await drainedServer();
-    const c = await rawConnection(s.port);
-    c.socket.write(get('/hold/streamed'));
-    await s.received(1);
-    const res = s.held.get('streamed')!;
-    res.write('first part;');
-    await c.until('first part;');
+    const { s, c, res } = await streaming();
 
     s.drain.begin();
     res.end('last part');
